@@ -1,0 +1,11 @@
+//! Triage: decide safely what to do with failed batch jobs.
+//!
+//! The library behind the `triage` CLI and the `triage-mcp` server. Layers, bottom up (see
+//! ARCHITECTURE.md): [`model`] (pure data), [`backend`] (where jobs live: a directory store,
+//! a Torc server), [`catalog`] and [`logs`] (the knowledge: patterns, tails, signatures).
+//! Imports point down only.
+
+pub mod backend;
+pub mod catalog;
+pub mod logs;
+pub mod model;
