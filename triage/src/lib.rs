@@ -5,7 +5,16 @@
 //! a Torc server), [`catalog`] and [`logs`] (the knowledge: patterns, tails, signatures).
 //! Imports point down only.
 
+pub mod agent;
 pub mod backend;
 pub mod catalog;
+pub mod clients;
+pub mod config;
+pub mod engine;
+pub mod fsutil;
 pub mod logs;
 pub mod model;
+pub mod prompts;
+pub mod resilience;
+pub mod run;
+pub mod synth;

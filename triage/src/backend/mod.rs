@@ -1,1 +1,103 @@
-//! placeholder
+//! Where jobs live: the `JobBackend` trait and its implementations.
+//!
+//! A backend answers questions about a workflow's jobs (list, get, read a log) and performs the
+//! two moves triage exists for, retry and fail, each guarded by compare-and-set: the caller
+//! says which status, attempt and run it saw, and a job that has moved on since is reported as
+//! [`MoveOutcome::Stale`], never touched. Everything with side effects on jobs goes through here.
+//!
+//! - [`dir`]: the directory store, format v1 (the embedded default; no server needed).
+//! - Torc's REST API and Slurm fit the same trait: each needs only list/get/log/retry/fail.
+//!
+//! [`BackendSpec`] parses and resolves `--backend` (DESIGN.md, "Backend selection").
+
+pub mod dir;
+mod error;
+mod spec;
+mod types;
+
+use async_trait::async_trait;
+
+pub use error::BackendError;
+pub use spec::{BackendSpec, SpecSource, open_backend};
+pub use types::{
+    AuditEvent, Guard, JobPage, LogStream, LogTail, MoveOutcome, PageRequest, ResourceChange,
+    TailSize, WorkflowInfo,
+};
+
+use crate::model::{Job, JobStatus};
+
+/// A place where workflows and their jobs live.
+///
+/// Implementations must make `retry_job` and `fail_job` atomic with respect to their guard:
+/// two callers racing on one job move it at most once.
+#[async_trait]
+pub trait JobBackend: Send + Sync {
+    /// The spec this backend was opened from, e.g. `dir:/data/store` (for messages and audit).
+    fn describe(&self) -> String;
+
+    /// The workflow's own fields.
+    async fn workflow(&self, workflow_id: i64) -> Result<WorkflowInfo, BackendError>;
+
+    /// A page of the workflow's jobs, ordered by id, optionally only those with `status`.
+    /// Jobs come with their attempt history.
+    async fn list_jobs(
+        &self,
+        workflow_id: i64,
+        status: Option<JobStatus>,
+        page: PageRequest,
+    ) -> Result<JobPage, BackendError>;
+
+    /// One job with its attempt history.
+    async fn job(&self, workflow_id: i64, job_id: i64) -> Result<Job, BackendError>;
+
+    /// The end of one attempt's stderr or stdout (`attempt` defaults to the latest finished
+    /// attempt), read from the end of the file: the cost is the tail's, not the file's.
+    async fn read_log(
+        &self,
+        workflow_id: i64,
+        job_id: i64,
+        attempt: Option<u32>,
+        stream: LogStream,
+        size: TailSize,
+    ) -> Result<LogTail, BackendError>;
+
+    /// Move a pending_failed job to `ready` with attempt_id + 1 and the new resources, if it is
+    /// still as `guard` describes; `audit` is recorded with the change.
+    async fn retry_job(
+        &self,
+        workflow_id: i64,
+        job_id: i64,
+        guard: &Guard,
+        change: &ResourceChange,
+        audit: &AuditEvent,
+    ) -> Result<MoveOutcome, BackendError>;
+
+    /// Move a pending_failed job to `failed` (its not-yet-run dependents are canceled), if it
+    /// is still as `guard` describes; `audit` is recorded with the change.
+    async fn fail_job(
+        &self,
+        workflow_id: i64,
+        job_id: i64,
+        guard: &Guard,
+        audit: &AuditEvent,
+    ) -> Result<MoveOutcome, BackendError>;
+
+    /// Record an event in the workflow's audit trail (who, what, why, when).
+    async fn append_event(&self, workflow_id: i64, event: &AuditEvent) -> Result<(), BackendError>;
+
+    /// Every job of the workflow with `status`, all pages.
+    async fn all_jobs(&self, workflow_id: i64, status: Option<JobStatus>) -> Result<Vec<Job>, BackendError> {
+        let mut jobs = Vec::new();
+        let mut offset = 0;
+        loop {
+            let page = self
+                .list_jobs(workflow_id, status, PageRequest { offset, limit: PageRequest::MAX_LIMIT })
+                .await?;
+            jobs.extend(page.jobs);
+            match page.next_offset {
+                Some(next) if next > offset => offset = next,
+                _ => return Ok(jobs),
+            }
+        }
+    }
+}

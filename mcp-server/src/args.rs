@@ -1,0 +1,75 @@
+//! Command-line flags of `triage-mcp`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// An MCP server for triaging failed batch jobs: list pending_failed jobs grouped by cause,
+/// read their stderr, ask the pattern catalog, and classify them (dry run by default).
+#[derive(Debug, Parser)]
+#[command(name = "triage-mcp", version, about)]
+pub struct Args {
+    /// Where the jobs live: `dir:PATH` or `torc:URL`. Default: TRIAGE_BACKEND, else
+    /// torc:$TORC_API_URL, else dir:triage-store.
+    #[arg(long, value_name = "SPEC")]
+    pub backend: Option<String>,
+
+    /// Alias of `--backend torc:URL`, as Torc's own MCP server takes it.
+    #[arg(long, value_name = "URL", conflicts_with = "backend")]
+    pub api_url: Option<String>,
+
+    /// Where Torc's runner wrote job_stdio/ (default: TORC_OUTPUT_DIR, else torc_output).
+    #[arg(long, value_name = "DIR", alias = "output-dir")]
+    pub torc_output_dir: Option<PathBuf>,
+
+    /// Extra catalog file (repeatable); default: TRIAGE_CATALOG.
+    #[arg(long = "catalog", value_name = "FILE")]
+    pub catalogs: Vec<PathBuf>,
+
+    /// Policy file (TOML): budgets, exit-code lists, caps, confidence threshold.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+
+    /// Serve only this workflow; calls naming another get a tool error.
+    #[arg(long, value_name = "ID")]
+    pub workflow: Option<i64>,
+
+    /// Nothing can change a job: classify always runs as a dry run.
+    #[arg(long, conflicts_with = "propose_only")]
+    pub read_only: bool,
+
+    /// Validate classifications and record them to FILE (JSON Lines); change no job.
+    /// This is the mode `triage run` gives its agent.
+    #[arg(long, value_name = "FILE")]
+    pub propose_only: Option<PathBuf>,
+
+    /// Let a classification with `override: true` stand against the catalog.
+    #[arg(long)]
+    pub allow_overrides: bool,
+
+    /// Name recorded as the proposer in audit events (default: the client's name).
+    #[arg(long, value_name = "NAME")]
+    pub agent_name: Option<String>,
+
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8765).
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+
+    /// Environment variable holding the bearer token HTTP clients must send. Required to bind
+    /// a non-loopback address. The token itself never goes on the command line.
+    #[arg(long, value_name = "VAR")]
+    pub token_env: Option<String>,
+
+    /// Extra allowed Origin for browser clients (repeatable), e.g. https://app.example:443.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    pub allowed_origins: Vec<String>,
+
+    /// Extra allowed Host header values when binding a non-loopback address (repeatable).
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
+
+    /// Log level for stderr (error, warn, info, debug, trace); RUST_LOG also works.
+    #[arg(long, value_name = "LEVEL")]
+    pub log_level: Option<String>,
+}

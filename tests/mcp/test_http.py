@@ -1,0 +1,93 @@
+"""triage-mcp over streamable HTTP: bearer token, 401, Host checks, refusing unsafe binds."""
+
+import os
+import re
+import subprocess
+import urllib.error
+import urllib.request
+
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from conftest import TRIAGE_MCP, run, server_env, structured
+
+TOKEN = "test-token-0123456789abcdef0123456789"
+INIT = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}'
+
+
+@pytest.fixture
+def http_server(demo):
+    env = server_env() | {"TRIAGE_TEST_TOKEN": TOKEN}
+    proc = subprocess.Popen(
+        [str(TRIAGE_MCP), "--backend", f"dir:{demo}", "--http", "127.0.0.1:0", "--token-env", "TRIAGE_TEST_TOKEN"],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env, text=True,
+    )
+    url = None
+    for _ in range(50):
+        line = proc.stderr.readline()
+        m = re.search(r"listening on (http://\S+/mcp)", line)
+        if m:
+            url = m.group(1)
+            break
+    assert url, "triage-mcp did not report its address"
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def post(url, headers):
+    req = urllib.request.Request(url, data=INIT, method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_no_or_wrong_token_gets_401(http_server):
+    assert post(http_server, {}) == 401
+    assert post(http_server, {"Authorization": "Bearer nope"}) == 401
+    assert post(http_server, {"Authorization": f"Bearer {TOKEN}"}) == 200
+
+
+def test_foreign_host_and_origin_are_refused(http_server):
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    assert post(http_server, auth | {"Host": "evil.example.com"}) == 403
+    assert post(http_server, auth | {"Origin": "http://evil.example.com"}) == 403
+
+
+def test_tools_over_http_with_the_official_client(http_server):
+    async def go():
+        client = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
+        async with client:
+            async with streamable_http_client(http_server, http_client=client) as (read, write):
+                async with ClientSession(read, write) as s:
+                    await s.initialize()
+                    names = {t.name for t in (await s.list_tools()).tools}
+                    assert "classify_and_resolve_failures" in names
+                    page = structured(await s.call_tool("list_pending_failed_jobs", {"workflow_id": 42}))
+                    assert page["total_jobs"] == 9
+                    bad = await s.call_tool("tail_job_stderr", {"workflow_id": 42, "job_id": 12345})
+                    assert bad.is_error
+                    again = structured(await s.call_tool("tail_job_stderr", {"workflow_id": 42, "job_id": 6, "lines": 1}))
+                    assert "SyntaxError" in again["text"]
+
+    run(go())
+
+
+@pytest.mark.parametrize("addr", ["0.0.0.0:0", "192.0.2.1:0"])
+def test_non_loopback_without_token_is_refused(demo, addr):
+    p = subprocess.run([str(TRIAGE_MCP), "--backend", f"dir:{demo}", "--http", addr],
+                       capture_output=True, text=True, env=server_env(), timeout=30)
+    assert p.returncode == 1
+    assert "needs a bearer token" in p.stderr and "--token-env" in p.stderr
+
+
+def test_token_env_must_name_a_set_variable(demo):
+    env = {k: v for k, v in server_env().items() if k != "NOT_SET_ANYWHERE"}
+    p = subprocess.run([str(TRIAGE_MCP), "--backend", f"dir:{demo}", "--http", "127.0.0.1:0", "--token-env", "NOT_SET_ANYWHERE"],
+                       capture_output=True, text=True, env=env, timeout=30)
+    assert p.returncode == 1 and "NOT_SET_ANYWHERE" in p.stderr

@@ -1,0 +1,126 @@
+//! Running an agent process: its own process group, output captured to files, a timeout that
+//! kills the whole group (an agent CLI starts MCP servers and tools of its own; none may be
+//! left behind).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+/// How an agent process ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Exit {
+    /// It exited with this status (`None`: killed by a signal).
+    Exited(Option<i32>),
+    /// It ran past the timeout and its process group was killed.
+    TimedOut,
+}
+
+/// A finished agent process.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub exit: Exit,
+    pub elapsed: Duration,
+    pub stdout: PathBuf,
+    pub stderr: PathBuf,
+}
+
+impl Finished {
+    /// The captured stdout, lossily decoded, at most `max` bytes from its end.
+    pub fn stdout_text(&self, max: usize) -> String {
+        read_end(&self.stdout, max)
+    }
+
+    pub fn stderr_text(&self, max: usize) -> String {
+        read_end(&self.stderr, max)
+    }
+}
+
+fn read_end(path: &Path, max: usize) -> String {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let start = bytes.len().saturating_sub(max);
+    String::from_utf8_lossy(&bytes[start..]).into_owned()
+}
+
+/// Spawn `program args` with `env` added, stdin from `stdin` (or /dev/null), stdout and stderr
+/// into `out_dir/<name>.stdout|.stderr`, and wait up to `timeout`.
+pub async fn run(
+    program: &str,
+    args: &[String],
+    env: &[(String, String)],
+    stdin: Option<&Path>,
+    out_dir: &Path,
+    name: &str,
+    timeout: Duration,
+) -> std::io::Result<Finished> {
+    std::fs::create_dir_all(out_dir)?;
+    let stdout = out_dir.join(format!("{name}.stdout"));
+    let stderr = out_dir.join(format!("{name}.stderr"));
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(match stdin {
+            Some(p) => Stdio::from(std::fs::File::open(p)?),
+            None => Stdio::null(),
+        })
+        .stdout(Stdio::from(std::fs::File::create(&stdout)?))
+        .stderr(Stdio::from(std::fs::File::create(&stderr)?))
+        .process_group(0)
+        .kill_on_drop(true);
+    let started = Instant::now();
+    let mut child = cmd.spawn()?;
+    let pgid = child.id().map(|id| Pid::from_raw(id as i32));
+    let exit = match tokio::time::timeout(timeout, child.wait()).await {
+        Ok(status) => {
+            let status = status?;
+            // The agent is done; anything it left running in its group goes too.
+            if let Some(pg) = pgid {
+                let _ = killpg(pg, Signal::SIGKILL);
+            }
+            Exit::Exited(status.code())
+        }
+        Err(_) => {
+            if let Some(pg) = pgid {
+                let _ = killpg(pg, Signal::SIGTERM);
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                let _ = killpg(pg, Signal::SIGKILL);
+            }
+            let _ = child.wait().await;
+            Exit::TimedOut
+        }
+    };
+    Ok(Finished { exit, elapsed: started.elapsed(), stdout, stderr })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn timeout_kills_the_whole_group() {
+        let tmp = tempfile::tempdir().unwrap();
+        let pidfile = tmp.path().join("grandchild.pid");
+        // The agent starts a grandchild that would outlive it, then hangs.
+        let script = format!("sleep 300 & echo $! > {}; sleep 300", pidfile.display());
+        let f = run("sh", &["-c".into(), script], &[], None, tmp.path(), "agent", Duration::from_millis(700)).await.unwrap();
+        assert_eq!(f.exit, Exit::TimedOut);
+        assert!(f.elapsed < Duration::from_secs(5));
+        let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        // Signal 0 probes for existence: the grandchild must be gone (or a zombie being reaped).
+        let alive = nix::sys::signal::kill(Pid::from_raw(pid), None).is_ok()
+            && !std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(") Z ");
+        assert!(!alive, "grandchild {pid} survived the timeout");
+    }
+
+    #[tokio::test]
+    async fn output_is_captured_to_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let f = run("sh", &["-c".into(), "echo out; echo err >&2; exit 3".into()], &[("X".into(), "1".into())], None, tmp.path(), "a", Duration::from_secs(10)).await.unwrap();
+        assert_eq!(f.exit, Exit::Exited(Some(3)));
+        assert_eq!(f.stdout_text(100), "out\n");
+        assert_eq!(f.stderr_text(100), "err\n");
+    }
+}

@@ -1,0 +1,142 @@
+//! `--backend SPEC`: parsing, resolution order, and opening the backend it names.
+//!
+//! Resolution (DESIGN.md): the flag, else `TRIAGE_BACKEND`, else `torc:$TORC_API_URL` when
+//! Torc's own variable is set, else `dir:triage-store` in the current directory.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::dir::DirBackend;
+use super::{BackendError, JobBackend};
+
+/// A parsed backend spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BackendSpec {
+    /// `dir:PATH`, a directory store.
+    Dir(PathBuf),
+    /// `torc:URL`, a Torc server's REST API up to and including its prefix.
+    Torc(String),
+}
+
+/// Where the spec came from, for messages ("no store at triage-store (the default)").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpecSource {
+    Flag,
+    TriageBackendEnv,
+    TorcApiUrlEnv,
+    Default,
+}
+
+impl SpecSource {
+    pub fn describe(self) -> &'static str {
+        match self {
+            SpecSource::Flag => "from --backend",
+            SpecSource::TriageBackendEnv => "from TRIAGE_BACKEND",
+            SpecSource::TorcApiUrlEnv => "from TORC_API_URL",
+            SpecSource::Default => "the default",
+        }
+    }
+}
+
+impl BackendSpec {
+    /// Parse `dir:PATH` or `torc:URL`.
+    pub fn parse(spec: &str) -> Result<BackendSpec, BackendError> {
+        let bad = |why: &str| BackendError::BadSpec { spec: spec.to_string(), why: why.to_string() };
+        let (kind, rest) = spec.split_once(':').ok_or_else(|| bad("it has no `kind:` prefix"))?;
+        match kind {
+            "dir" if rest.is_empty() => Err(bad("the path is empty")),
+            "dir" => Ok(BackendSpec::Dir(PathBuf::from(rest))),
+            "torc" => {
+                if !(rest.starts_with("http://") || rest.starts_with("https://")) {
+                    return Err(bad("the URL must start with http:// or https://"));
+                }
+                Ok(BackendSpec::Torc(rest.trim_end_matches('/').to_string()))
+            }
+            other => Err(bad(&format!("unknown backend kind `{other}`"))),
+        }
+    }
+
+    /// Resolve the spec from the flag and the environment, in DESIGN.md's order.
+    pub fn resolve(flag: Option<&str>) -> Result<(BackendSpec, SpecSource), BackendError> {
+        Self::resolve_with(flag, |k| std::env::var(k).ok())
+    }
+
+    /// [`BackendSpec::resolve`] with an injectable environment (for tests).
+    pub fn resolve_with(
+        flag: Option<&str>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<(BackendSpec, SpecSource), BackendError> {
+        let non_empty = |v: Option<String>| v.filter(|s| !s.trim().is_empty());
+        if let Some(f) = flag {
+            return Ok((Self::parse(f)?, SpecSource::Flag));
+        }
+        if let Some(v) = non_empty(env("TRIAGE_BACKEND")) {
+            return Ok((Self::parse(&v)?, SpecSource::TriageBackendEnv));
+        }
+        if let Some(url) = non_empty(env("TORC_API_URL")) {
+            return Ok((Self::parse(&format!("torc:{url}"))?, SpecSource::TorcApiUrlEnv));
+        }
+        Ok((BackendSpec::Dir(PathBuf::from("triage-store")), SpecSource::Default))
+    }
+}
+
+impl std::fmt::Display for BackendSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BackendSpec::Dir(p) => write!(f, "dir:{}", p.display()),
+            BackendSpec::Torc(u) => write!(f, "torc:{u}"),
+        }
+    }
+}
+
+/// Open the backend a spec names.
+pub fn open_backend(spec: &BackendSpec, source: SpecSource) -> Result<Arc<dyn JobBackend>, BackendError> {
+    match spec {
+        BackendSpec::Dir(path) => {
+            let backend = DirBackend::open(path).map_err(|e| match e {
+                BackendError::StoreMissing { path, why } => BackendError::StoreMissing {
+                    path,
+                    why: format!("{why} (store path {})", source.describe()),
+                },
+                other => other,
+            })?;
+            Ok(Arc::new(backend))
+        }
+        BackendSpec::Torc(url) => Err(BackendError::Unsupported(format!(
+            "backend `torc:{url}` ({}): the Torc backend is not part of this build yet; use a directory store (`--backend dir:PATH`)",
+            source.describe()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolution_order_follows_design() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        };
+        let all = env(&[("TRIAGE_BACKEND", "dir:/b"), ("TORC_API_URL", "http://h:1/torc-service/v1")]);
+        assert_eq!(BackendSpec::resolve_with(Some("dir:/a"), &all).unwrap(), (BackendSpec::Dir("/a".into()), SpecSource::Flag));
+        assert_eq!(BackendSpec::resolve_with(None, &all).unwrap().1, SpecSource::TriageBackendEnv);
+        let torc = env(&[("TORC_API_URL", "http://h:1/torc-service/v1/")]);
+        assert_eq!(
+            BackendSpec::resolve_with(None, torc).unwrap(),
+            (BackendSpec::Torc("http://h:1/torc-service/v1".into()), SpecSource::TorcApiUrlEnv)
+        );
+        assert_eq!(
+            BackendSpec::resolve_with(None, env(&[])).unwrap(),
+            (BackendSpec::Dir("triage-store".into()), SpecSource::Default)
+        );
+    }
+
+    #[test]
+    fn bad_specs_explain_the_forms() {
+        for bad in ["store", "dir:", "torc:localhost:8080", "slurm:x"] {
+            let e = BackendSpec::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("dir:PATH"), "{e}");
+        }
+    }
+}

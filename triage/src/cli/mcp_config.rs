@@ -1,0 +1,48 @@
+//! `triage mcp-config`: print the configuration that registers `triage-mcp` with a client.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use triage::backend::BackendSpec;
+use triage::clients::{Client, ServerCommand};
+
+use super::common::GlobalArgs;
+
+#[derive(Debug, Args)]
+pub struct McpConfigArgs {
+    /// The client to configure.
+    #[arg(long, value_enum)]
+    pub client: Client,
+    /// Serve only this workflow.
+    #[arg(long)]
+    pub workflow: Option<i64>,
+    /// Register the server read-only (nothing can change a job).
+    #[arg(long)]
+    pub read_only: bool,
+}
+
+pub fn run(global: &GlobalArgs, args: McpConfigArgs) -> anyhow::Result<ExitCode> {
+    let mut server_args = Vec::new();
+    let flag = global.backend.clone().or_else(|| global.api_url.as_ref().map(|u| format!("torc:{u}")));
+    if let Some(flag) = flag {
+        // Make a relative store path absolute: clients start servers in other folders.
+        let spec = match BackendSpec::parse(&flag)? {
+            BackendSpec::Dir(p) => format!("dir:{}", std::path::absolute(&p).unwrap_or(p).display()),
+            other => other.to_string(),
+        };
+        server_args.extend(["--backend".to_string(), spec]);
+    }
+    for c in &global.catalogs {
+        server_args.extend(["--catalog".to_string(), std::path::absolute(c).unwrap_or(c.clone()).display().to_string()]);
+    }
+    if let Some(w) = args.workflow {
+        server_args.extend(["--workflow".to_string(), w.to_string()]);
+    }
+    if args.read_only {
+        server_args.push("--read-only".into());
+    }
+    let exe = std::env::current_exe().ok();
+    let cmd = ServerCommand::triage_mcp(exe.as_deref(), server_args);
+    print!("{}", cmd.render(args.client));
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,70 @@
+//! Argument parsing and dispatch for the `triage` binary; one file per subcommand.
+
+mod apply;
+mod circuit;
+mod common;
+mod hints;
+mod logs;
+mod mcp_config;
+mod output;
+mod progress;
+mod review;
+mod run;
+mod schema;
+mod synth;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub use common::init_logging;
+
+/// Triage failed batch jobs safely: an agent proposes, the catalog and your policy check, you decide.
+#[derive(Debug, Parser)]
+#[command(name = "triage", version, about, long_about = None)]
+#[command(after_help = "Exit status: 0 all handled, 2 some jobs need a person, 1 an error.")]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: common::GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Triage a workflow's pending_failed jobs: an agent proposes, triage validates, then
+    /// applies (or only reports with --dry-run).
+    Run(run::RunArgs),
+    /// Apply a plan (re-checking every job first).
+    Apply(apply::ApplyArgs),
+    /// Decide the jobs of a plan that need a person, then write the reviewed plan.
+    Review(review::ReviewArgs),
+    /// Show or clear the circuit breakers of agents and backends.
+    Circuit(circuit::CircuitArgs),
+    /// What the pattern catalog says about some stderr (a file, or `-` for stdin).
+    Hints(hints::HintsArgs),
+    /// The end of a job attempt's stderr (or stdout), read from the end of the file.
+    Logs(logs::LogsArgs),
+    /// Print a JSON Schema generated from triage's types.
+    Schema(schema::SchemaArgs),
+    /// Print the configuration that registers triage-mcp with an MCP client.
+    McpConfig(mcp_config::McpConfigArgs),
+    /// Write a synthetic store of pending_failed jobs (for tests and benchmarks).
+    #[command(hide = true)]
+    Synth(synth::SynthArgs),
+}
+
+/// Run the parsed command.
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run(args) => run::run(&cli.global, args).await,
+        Command::Apply(args) => apply::run(&cli.global, args).await,
+        Command::Review(args) => review::run(args),
+        Command::Circuit(args) => circuit::run(args),
+        Command::Hints(args) => hints::run(&cli.global, args).await,
+        Command::Logs(args) => logs::run(&cli.global, args).await,
+        Command::Schema(args) => schema::run(args),
+        Command::McpConfig(args) => mcp_config::run(&cli.global, args),
+        Command::Synth(args) => synth::run(args),
+    }
+}

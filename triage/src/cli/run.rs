@@ -1,0 +1,126 @@
+//! `triage run`: the main job. Spawn the agent, validate its proposals, apply or report.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use triage::agent::AgentKind;
+use triage::backend::BackendSpec;
+use triage::clients::ServerCommand;
+use triage::resilience::CircuitBook;
+use triage::run::RunOptions;
+
+use super::common::GlobalArgs;
+use super::output;
+use super::progress::Progress;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The workflow whose pending_failed jobs to triage.
+    #[arg(long)]
+    pub workflow: i64,
+    /// Change nothing anywhere: not the jobs, not the events log.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Who proposes: auto (first agent CLI on PATH, else rules), claude, copilot, codex,
+    /// gemini, command (with --agent-cmd), rules (the catalog alone).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub agent: AgentKind,
+    /// Agents to try, in order, when the agent fails (comma-separated; `rules` is the catalog).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "rules")]
+    pub fallback: Vec<AgentKind>,
+    /// The command for `--agent command`, run through the shell with TRIAGE_MCP_CONFIG,
+    /// TRIAGE_PROMPT_FILE and TRIAGE_WORKFLOW_ID set.
+    #[arg(long, value_name = "CMD")]
+    pub agent_cmd: Option<String>,
+    /// Seconds before the agent's process group is killed (default 600; policy [resilience]).
+    #[arg(long, value_name = "SECS")]
+    pub agent_timeout: Option<u64>,
+    /// Turn limit passed to agent CLIs that have one.
+    #[arg(long, default_value_t = 40)]
+    pub max_turns: u32,
+    /// A prompt template instead of the built-in one ({{workflow_id}}, {{apply_note}}).
+    #[arg(long, value_name = "FILE")]
+    pub prompt: Option<PathBuf>,
+    /// Policy file (TOML): budgets, exit-code lists, caps, min confidence, resilience.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Seed for the retry jitter, so a run can be replayed (default: random, shown in events).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Print the plan document (JSON) on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the plan (JSON) to FILE and a Markdown report beside it, for `triage review`
+    /// and `triage apply`.
+    #[arg(long, value_name = "FILE")]
+    pub plan_out: Option<PathBuf>,
+}
+
+pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
+    let mut engine = global.engine(args.policy.as_deref())?;
+    if let Some(t) = args.agent_timeout {
+        anyhow::ensure!(t > 0, "--agent-timeout must be at least 1 second");
+        engine.policy.resilience.agent_timeout_secs = t;
+    }
+    if args.agent == AgentKind::Command && args.agent_cmd.is_none() {
+        anyhow::bail!("--agent command needs --agent-cmd CMD (the command to run, see `triage run --help`)");
+    }
+    let prompt_template = match &args.prompt {
+        Some(p) => std::fs::read_to_string(p).with_context(|| format!("cannot read the prompt template {}", p.display()))?,
+        None => triage::prompts::TRIAGE_WORKFLOW.to_string(),
+    };
+    let seed = args.seed.unwrap_or_else(|| fastrand::u64(..));
+    let state_dir = CircuitBook::default_dir();
+    let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ").to_string();
+    let work_dir = match &args.plan_out {
+        Some(p) => p.with_extension("agent"),
+        None => state_dir.join("runs").join(format!("wf{}-{stamp}", args.workflow)),
+    };
+    let mut chain = vec![args.agent];
+    chain.extend(args.fallback.iter().copied().filter(|k| *k != args.agent));
+    let opts = RunOptions {
+        workflow_id: args.workflow,
+        dry_run: args.dry_run,
+        chain,
+        agent_cmd: args.agent_cmd.clone(),
+        prompt_template,
+        work_dir,
+        mcp_command: ServerCommand::triage_mcp(std::env::current_exe().ok().as_deref(), vec![]).command,
+        mcp_args: mcp_args(global, args.policy.as_deref())?,
+        seed,
+        max_turns: args.max_turns,
+        state_dir,
+        resilience_off: triage::resilience::disabled(),
+    };
+    let progress = Progress::new();
+    progress.message(&format!("triaging workflow {} with {} (seed {seed})", args.workflow, args.agent.as_str()));
+    let on_event = |e: &triage::engine::RunEvent| progress.event(e);
+    let plan = triage::run::run(&engine, &opts, &on_event).await;
+    progress.finish();
+    let plan = plan?;
+    output::emit(&plan, args.json, args.plan_out.as_deref())?;
+    Ok(ExitCode::from(plan.exit_code()))
+}
+
+/// The arguments that make the agent's `triage-mcp` see what this run sees.
+fn mcp_args(global: &GlobalArgs, policy: Option<&std::path::Path>) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    let (spec, _) = BackendSpec::resolve(global.backend_flags().spec_flag().as_deref())?;
+    let spec = match spec {
+        BackendSpec::Dir(p) => format!("dir:{}", std::path::absolute(&p).unwrap_or(p).display()),
+        other => other.to_string(),
+    };
+    out.extend(["--backend".to_string(), spec]);
+    if let Some(d) = &global.torc_output_dir {
+        out.extend(["--torc-output-dir".to_string(), std::path::absolute(d).unwrap_or(d.clone()).display().to_string()]);
+    }
+    for c in triage::config::catalog_files(&global.catalogs) {
+        out.extend(["--catalog".to_string(), std::path::absolute(&c).unwrap_or(c).display().to_string()]);
+    }
+    if let Some(p) = policy {
+        out.extend(["--policy".to_string(), std::path::absolute(p).unwrap_or(p.to_path_buf()).display().to_string()]);
+    }
+    Ok(out)
+}

@@ -1,0 +1,159 @@
+//! Evidence: everything the engine knows about one pending_failed job before deciding.
+//!
+//! One read of the latest attempt's tail (and of the previous attempt's, for the repeat
+//! check), one catalog scan, one signature. Both surfaces show this to the agent or person,
+//! and validation decides on it, so what is shown is what is checked.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::backend::{BackendError, JobBackend, LogStream, TailSize};
+use crate::catalog::{Catalog, Hints, ScanContext};
+use crate::logs::{AttemptDiff, Signature, attempt_diff, signature_summary, signature_with};
+use crate::model::{Attempt, Job, SchedulerState};
+
+/// Catalog categories that mean the infrastructure, not the job, ended the attempt.
+const INFRASTRUCTURE_CATEGORIES: [&str; 2] = ["preemption", "node_failure"];
+
+/// Why the latest attempt ended, for budgeting (seed 003: separate budgets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// The job's own failure: counts against `max_retries`.
+    Failure,
+    /// Preemption or node failure: counts against the larger preemption budget.
+    Infrastructure,
+}
+
+/// Retries already spent, by cause, counting the latest attempt's failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, JsonSchema)]
+pub struct RetriesUsed {
+    pub failures: u32,
+    pub preemptions: u32,
+}
+
+/// What is known about one job.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Evidence {
+    #[serde(skip)]
+    pub job: Job,
+    pub run_id: u32,
+    pub return_code: Option<i64>,
+    pub scheduler_state: Option<SchedulerState>,
+    /// The end of the latest attempt's stderr (untrusted text).
+    pub tail: String,
+    /// Why the tail could not be read, if it could not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tail_error: Option<String>,
+    pub hints: Hints,
+    pub signature: Signature,
+    /// The normalized line that names the failure (a group title).
+    pub summary: String,
+    /// How the last two attempts compare, when there are two.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<AttemptDiff>,
+    pub cause: Cause,
+    pub retries_used: RetriesUsed,
+}
+
+impl Evidence {
+    /// Whether the last two attempts failed the same way.
+    pub fn failed_identically_twice(&self) -> bool {
+        self.repeat.as_ref().is_some_and(|d| d.identical)
+    }
+}
+
+/// Gather the evidence for `job` (which should be pending_failed) from `backend`.
+pub async fn gather(
+    backend: &dyn JobBackend,
+    catalog: &Catalog,
+    workflow_id: i64,
+    run_id: u32,
+    job: Job,
+    tail_lines: usize,
+) -> Result<Evidence, BackendError> {
+    let latest = job.last_attempt().cloned();
+    let (tail, tail_error) = match &latest {
+        Some(a) => match backend
+            .read_log(workflow_id, job.id, Some(a.attempt_id), LogStream::Stderr, TailSize::Lines(tail_lines))
+            .await
+        {
+            Ok(t) => (t.text, None),
+            Err(e) => (String::new(), Some(e.to_string())),
+        },
+        None => (String::new(), Some(format!("job {} has no finished attempt on record", job.id))),
+    };
+    let hints = catalog.scan(&tail, &scan_context(latest.as_ref()));
+    let previous = previous_attempt(&job, latest.as_ref());
+    let mut repeat = None;
+    let mut previous_infra = false;
+    if let Some(prev) = previous {
+        if let Ok(t) = backend
+            .read_log(workflow_id, job.id, Some(prev.attempt_id), LogStream::Stderr, TailSize::Lines(tail_lines))
+            .await
+        {
+            let prev_hints = catalog.scan(&t.text, &scan_context(Some(prev)));
+            previous_infra = is_infrastructure(Some(prev), &prev_hints);
+            repeat = Some(attempt_diff(&t.text, &tail));
+        }
+    }
+    let cause = if is_infrastructure(latest.as_ref(), &hints) { Cause::Infrastructure } else { Cause::Failure };
+    let retries_used = count_retries(&job, latest.as_ref(), previous, cause, previous_infra);
+    Ok(Evidence {
+        run_id,
+        return_code: latest.as_ref().map(|a| a.return_code),
+        scheduler_state: latest.as_ref().and_then(|a| a.scheduler_state),
+        signature: signature_with(&tail, latest.as_ref().map(|a| a.return_code)),
+        summary: signature_summary(&tail),
+        tail,
+        tail_error,
+        hints,
+        repeat,
+        cause,
+        retries_used,
+        job,
+    })
+}
+
+fn scan_context(attempt: Option<&Attempt>) -> ScanContext {
+    ScanContext {
+        exit_code: attempt.map(|a| a.return_code),
+        scheduler_state: attempt.and_then(|a| a.scheduler_state),
+    }
+}
+
+fn previous_attempt<'a>(job: &'a Job, latest: Option<&Attempt>) -> Option<&'a Attempt> {
+    let latest = latest?;
+    job.attempts
+        .iter()
+        .filter(|a| (a.run_id, a.attempt_id) < (latest.run_id, latest.attempt_id))
+        .max_by_key(|a| (a.run_id, a.attempt_id))
+}
+
+fn is_infrastructure(attempt: Option<&Attempt>, hints: &Hints) -> bool {
+    attempt.and_then(|a| a.scheduler_state).is_some_and(SchedulerState::is_infrastructure)
+        || hints.category.as_deref().is_some_and(|c| INFRASTRUCTURE_CATEGORIES.contains(&c))
+}
+
+/// Each finished attempt of the current run was followed (or, for the latest, would be
+/// followed) by one retry, charged to the budget of its cause. Older attempts are judged by
+/// their scheduler state; the latest two also by the catalog.
+fn count_retries(job: &Job, latest: Option<&Attempt>, previous: Option<&Attempt>, cause: Cause, previous_infra: bool) -> RetriesUsed {
+    let mut used = RetriesUsed::default();
+    let Some(latest) = latest else { return used };
+    for a in job.attempts.iter().filter(|a| a.run_id == latest.run_id) {
+        let infra = if a.attempt_id == latest.attempt_id {
+            cause == Cause::Infrastructure
+        } else if previous.is_some_and(|p| p.attempt_id == a.attempt_id) {
+            previous_infra
+        } else {
+            a.scheduler_state.is_some_and(SchedulerState::is_infrastructure)
+        };
+        if infra {
+            used.preemptions += 1;
+        } else {
+            used.failures += 1;
+        }
+    }
+    used
+}

@@ -1,0 +1,184 @@
+//! The engine: evidence → proposal → validation → apply. One implementation; the `triage` CLI
+//! and `triage-mcp` both call it, so a rule written here holds on both surfaces.
+//!
+//! - [`evidence`] gathers what is known about a pending_failed job (tail, hints, signature,
+//!   attempt history, budget use);
+//! - [`rules`] turns the catalog's verdict into a proposal (no agent needed);
+//! - [`validate`] decides whether a proposal may be applied;
+//! - [`plan`] is the document a run produces and `triage apply` consumes;
+//! - [`policy`] holds the budgets, lists, caps and resilience settings.
+
+pub mod classify;
+pub mod evidence;
+pub mod group;
+pub mod plan;
+pub mod policy;
+pub mod report;
+pub mod rules;
+pub mod validate;
+
+use std::sync::Arc;
+
+pub use evidence::{Cause, Evidence, RetriesUsed};
+pub use plan::{Outcome, PLAN_FORMAT_VERSION, Plan, PlanJob, RunEvent, Summary};
+pub use policy::{Policy, PolicyError, Resilience};
+pub use validate::{Proposal, REVIEWED, Validation, ValidationStatus, validate};
+
+use crate::backend::{AuditEvent, BackendError, Guard, JobBackend, MoveOutcome, WorkflowInfo};
+use crate::catalog::Catalog;
+use crate::model::{Action, Job, JobStatus};
+
+/// Stderr lines read per job by default (as in Torc).
+pub const DEFAULT_TAIL_LINES: usize = 50;
+
+/// What to do with a proposal that passes validation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Report what would happen; change nothing.
+    DryRun,
+    /// Validate and record; change nothing (the mode `triage run` gives its agent).
+    ProposeOnly,
+    /// Apply to the backend.
+    Apply,
+}
+
+/// The engine over one backend, catalog and policy.
+#[derive(Clone)]
+pub struct Engine {
+    pub backend: Arc<dyn JobBackend>,
+    pub catalog: Arc<Catalog>,
+    pub policy: Policy,
+    pub tail_lines: usize,
+}
+
+impl Engine {
+    pub fn new(backend: Arc<dyn JobBackend>, catalog: Arc<Catalog>, policy: Policy) -> Engine {
+        Engine { backend, catalog, policy, tail_lines: DEFAULT_TAIL_LINES }
+    }
+
+    /// The workflow and the evidence for each of its pending_failed jobs, by job id.
+    pub async fn pending(&self, workflow_id: i64) -> Result<(WorkflowInfo, Vec<Evidence>), BackendError> {
+        let info = self.backend.workflow(workflow_id).await?;
+        let jobs = self.backend.all_jobs(workflow_id, Some(JobStatus::PendingFailed)).await?;
+        let mut out = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            out.push(self.evidence(&info, job).await?);
+        }
+        Ok((info, out))
+    }
+
+    /// The evidence for one job.
+    pub async fn evidence(&self, info: &WorkflowInfo, job: Job) -> Result<Evidence, BackendError> {
+        evidence::gather(self.backend.as_ref(), &self.catalog, info.id, info.run_id, job, self.tail_lines).await
+    }
+
+    /// Validate `proposal` (or, with none, fall back to the rules when `rules_fallback`) and
+    /// give the outcome for `mode` without touching the backend. In [`Mode::Apply`] the
+    /// outcome of an applicable job is `WouldApply` until [`Engine::apply`] runs it.
+    pub fn judge(&self, ev: &Evidence, proposal: Option<Proposal>, rules_fallback: bool, mode: Mode) -> PlanJob {
+        let proposal = proposal.or_else(|| if rules_fallback { rules::propose(ev, &self.policy) } else { None });
+        let Some(proposal) = proposal else {
+            let v = Validation {
+                status: ValidationStatus::AgentOnly,
+                messages: vec![format!(
+                    "no proposal: the catalog has no verdict ({}) and no agent classified this job; a person decides",
+                    ev.hints.category.as_deref().unwrap_or("unrecognised failure")
+                )],
+                needs_review: true,
+                stale: false,
+                evidence: ev.hints.evidence.clone(),
+                resources: Default::default(),
+            };
+            return PlanJob::from_evidence(ev, None, v, Outcome::NeedsReview);
+        };
+        let v = validate(ev, &proposal, &self.policy);
+        let outcome = if v.stale {
+            Outcome::Skipped
+        } else if !v.applicable() {
+            Outcome::NeedsReview
+        } else {
+            match mode {
+                Mode::ProposeOnly => Outcome::Recorded,
+                Mode::DryRun | Mode::Apply => Outcome::WouldApply,
+            }
+        };
+        PlanJob::from_evidence(ev, Some(proposal), v, outcome)
+    }
+
+    /// Re-check `entry` against the job's current state and apply it if it still holds.
+    /// Compare-and-set: a job that moved on is `Skipped`, never moved twice.
+    pub async fn apply(&self, workflow_id: i64, entry: &PlanJob, who: &str) -> PlanJob {
+        self.recheck(workflow_id, entry, who, Mode::Apply).await
+    }
+
+    /// [`Engine::apply`], or with [`Mode::DryRun`] every check of it but the move itself.
+    pub async fn recheck(&self, workflow_id: i64, entry: &PlanJob, who: &str, mode: Mode) -> PlanJob {
+        let mut out = entry.clone();
+        let Some(proposal) = entry.proposed.clone() else {
+            out.outcome = Outcome::NeedsReview;
+            return out;
+        };
+        let fresh = async {
+            let info = self.backend.workflow(workflow_id).await?;
+            let job = self.backend.job(workflow_id, entry.job_id).await?;
+            Ok::<_, BackendError>((info, job))
+        };
+        let (info, job) = match fresh.await {
+            Ok(x) => x,
+            Err(e) => return errored(out, e),
+        };
+        if job.status != JobStatus::PendingFailed || job.attempt_id != entry.attempt_id || info.run_id != entry.run_id {
+            out.outcome = Outcome::Skipped;
+            out.notes.push(format!(
+                "moved on since the plan was made: now {} at attempt {} of run {} (the plan saw pending_failed at attempt {} of run {})",
+                job.status, job.attempt_id, info.run_id, entry.attempt_id, entry.run_id
+            ));
+            return out;
+        }
+        let ev = match self.evidence(&info, job).await {
+            Ok(ev) => ev,
+            Err(e) => return errored(out, e),
+        };
+        let mut proposal = proposal;
+        proposal.attempt_id = Some(entry.attempt_id);
+        let v = validate(&ev, &proposal, &self.policy);
+        out.validation = v.clone();
+        if v.stale {
+            out.outcome = Outcome::Skipped;
+            return out;
+        }
+        if !v.applicable() {
+            out.outcome = Outcome::NeedsReview;
+            return out;
+        }
+        if mode != Mode::Apply {
+            out.outcome = Outcome::WouldApply;
+            return out;
+        }
+        let guard = Guard { status: JobStatus::PendingFailed, attempt_id: entry.attempt_id, run_id: entry.run_id };
+        let mut audit = AuditEvent::now(who, proposal.action.as_str(), Some(entry.job_id), proposal.reason.clone());
+        audit.details = serde_json::json!({"source": proposal.source, "validation": v.status});
+        let result = match proposal.action {
+            Action::Retry => self.backend.retry_job(workflow_id, entry.job_id, &guard, &v.resources.change(), &audit).await,
+            Action::Fail => self.backend.fail_job(workflow_id, entry.job_id, &guard, &audit).await,
+        };
+        match result {
+            Ok(MoveOutcome::Moved { canceled, .. }) => {
+                out.outcome = Outcome::Applied;
+                out.canceled = canceled;
+            }
+            Ok(MoveOutcome::Stale { status, attempt_id, run_id }) => {
+                out.outcome = Outcome::Skipped;
+                out.notes.push(format!("moved on while applying: now {status} at attempt {attempt_id} of run {run_id}"));
+            }
+            Err(e) => return errored(out, e),
+        }
+        out
+    }
+}
+
+fn errored(mut out: PlanJob, e: BackendError) -> PlanJob {
+    out.outcome = Outcome::Error;
+    out.notes.push(e.to_string());
+    out
+}

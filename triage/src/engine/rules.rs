@@ -1,0 +1,52 @@
+//! The rules classifier: the catalog's verdict as a proposal, used when no agent is available
+//! (degraded mode) and as the fallback for jobs an agent left alone.
+//!
+//! transient → retry (with the policy's growth when the catalog suggests more memory or time),
+//! permanent → fail, unknown → no proposal (a person decides).
+
+use super::evidence::Evidence;
+use super::policy::Policy;
+use super::validate::Proposal;
+use crate::model::{SuggestedAction, Verdict};
+
+/// The proposal the catalog's verdict makes for this job, if it makes one.
+pub fn propose(ev: &Evidence, policy: &Policy) -> Option<Proposal> {
+    let hints = &ev.hints;
+    let action = match hints.verdict {
+        Verdict::Transient => crate::model::Action::Retry,
+        Verdict::Permanent => crate::model::Action::Fail,
+        Verdict::Unknown => return None,
+    };
+    let evidence = hints
+        .evidence
+        .as_ref()
+        .map(|m| if m.line > 0 { format!(": line {}: {}", m.line, m.text) } else { format!(": {}", m.text) })
+        .unwrap_or_default();
+    let mut reason = format!(
+        "catalog: {} {}{evidence}",
+        hints.verdict.as_str(),
+        hints.category.as_deref().unwrap_or("failure"),
+    );
+    let (mut memory, mut runtime) = (None, None);
+    match hints.action {
+        Some(SuggestedAction::RetryMoreMemory) => match ev.job.resources.memory {
+            Some(m) => memory = Some(m.scaled(policy.memory_growth).min(policy.memory_cap).to_string()),
+            None => reason.push_str(" (more memory suggested, but the job states none to grow)"),
+        },
+        Some(SuggestedAction::RetryMoreTime) => match ev.job.resources.runtime {
+            Some(r) => runtime = Some(r.scaled(policy.runtime_growth).min(policy.runtime_cap).to_string()),
+            None => reason.push_str(" (more time suggested, but the job states none to grow)"),
+        },
+        _ => {}
+    }
+    Some(Proposal {
+        action,
+        reason,
+        source: "rules".into(),
+        memory,
+        runtime,
+        confidence: None,
+        override_catalog: false,
+        attempt_id: Some(ev.job.attempt_id),
+    })
+}

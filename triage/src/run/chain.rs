@@ -1,0 +1,180 @@
+//! Walking the agent chain: circuit breaker, retries with seeded backoff, fallbacks.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use backon::Retryable;
+
+use super::RunOptions;
+use crate::agent::{AgentFailure, AgentKind, AgentSetup, clis};
+use crate::engine::{Engine, Evidence, Proposal, RunEvent};
+use crate::prompts;
+use crate::resilience::{Backoff, BreakerState, CircuitBook, Decision};
+
+/// Who ended up proposing, and what.
+#[derive(Debug, Clone, Default)]
+pub struct AgentChoice {
+    /// The agent whose proposals are used (`rules`, `none` when the chain ran out).
+    pub agent: String,
+    pub proposals: BTreeMap<i64, Proposal>,
+    /// Jobs without a proposal get the catalog's verdict.
+    pub rules_fallback: bool,
+    /// Files holding the agents' captured output.
+    pub outputs: Vec<String>,
+}
+
+impl AgentChoice {
+    pub fn nobody() -> AgentChoice {
+        AgentChoice { agent: "none".into(), ..AgentChoice::default() }
+    }
+}
+
+pub async fn choose(engine: &Engine, opts: &RunOptions, evidence: &[Evidence], emit: &mut impl FnMut(RunEvent)) -> AgentChoice {
+    let rules_in_chain = opts.chain.contains(&AgentKind::Rules);
+    let book = CircuitBook::new(
+        &opts.state_dir,
+        engine.policy.resilience.breaker_failures,
+        Duration::from_secs(engine.policy.resilience.breaker_cooldown_secs),
+    );
+    let mut outputs = Vec::new();
+    for (position, requested) in opts.chain.iter().enumerate() {
+        let kind = if *requested == AgentKind::Auto {
+            let found = AgentKind::resolve_auto();
+            if found == AgentKind::Rules {
+                emit(RunEvent::now("degraded", "auto", "no agent CLI (claude, copilot, codex, gemini) on PATH: using the built-in catalog classifier"));
+            }
+            found
+        } else {
+            *requested
+        };
+        if kind == AgentKind::Rules {
+            if position > 0 {
+                emit(RunEvent::now("degraded", "rules", "every agent before it failed: using the built-in catalog classifier"));
+            }
+            let proposals = evidence
+                .iter()
+                .filter_map(|ev| crate::engine::rules::propose(ev, &engine.policy).map(|p| (ev.job.id, p)))
+                .collect();
+            return AgentChoice { agent: "rules".into(), proposals, rules_fallback: true, outputs };
+        }
+        let name = kind.as_str().to_string();
+        let use_breaker = !opts.resilience_off;
+        if use_breaker {
+            match book.check(&name) {
+                Ok(Decision::Allow) => {}
+                Ok(Decision::Probe) => emit(RunEvent::now("circuit_half_open", &name, "cooldown over: one probe run")),
+                Ok(Decision::Refuse { until, last_error }) => {
+                    emit(RunEvent::now("circuit_open", &name, format!(
+                        "skipped: its circuit is open until {until} (last error: {}); `triage circuit reset {name}` clears it",
+                        last_error.unwrap_or_default()
+                    )));
+                    continue;
+                }
+                Err(e) => emit(RunEvent::now("warning", &name, e.to_string())),
+            }
+        }
+        let result = attempt_with_retries(engine, opts, kind, evidence, emit, &mut outputs).await;
+        match result {
+            Ok(proposals) => {
+                if use_breaker && let Ok(Some(from)) = book.record_success(&name) {
+                    emit(RunEvent::now("circuit_closed", &name, format!("recovered (was {})", state_name(from))));
+                }
+                emit(RunEvent::now("recovered", &name, format!("{} proposals", proposals.len())));
+                return AgentChoice { agent: name, proposals, rules_fallback: rules_in_chain, outputs };
+            }
+            Err(failure) => {
+                if use_breaker && let Ok(Some(BreakerState::Open)) = book.record_failure(&name, &failure.to_string()) {
+                    emit(RunEvent::now("circuit_open", &name, format!(
+                        "opened after {} consecutive failed runs; later runs skip it for {} s",
+                        engine.policy.resilience.breaker_failures, engine.policy.resilience.breaker_cooldown_secs
+                    )));
+                }
+                let next = opts.chain.get(position + 1).map(|k| k.as_str()).unwrap_or("a person (needs review)");
+                emit(RunEvent::now("fallback", &name, format!("{failure}; falling back to {next}")));
+            }
+        }
+    }
+    AgentChoice { agent: "none".into(), proposals: BTreeMap::new(), rules_fallback: false, outputs }
+}
+
+async fn attempt_with_retries(
+    engine: &Engine,
+    opts: &RunOptions,
+    kind: AgentKind,
+    evidence: &[Evidence],
+    emit: &mut impl FnMut(RunEvent),
+    outputs: &mut Vec<String>,
+) -> Result<BTreeMap<i64, Proposal>, AgentFailure> {
+    let r = &engine.policy.resilience;
+    let backoff = if opts.resilience_off { Backoff::none() } else { Backoff::new(r, opts.seed) };
+    let attempt = std::sync::atomic::AtomicU32::new(0);
+    let retries = std::sync::Mutex::new(Vec::new());
+    let name = kind.as_str();
+    let result = (|| async {
+        let n = attempt.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        once(engine, opts, kind, n).await
+    })
+    .retry(backoff)
+    .sleep(tokio::time::sleep)
+    .when(AgentFailure::is_transient)
+    .notify(|err: &AgentFailure, dur: Duration| {
+        if let Ok(mut r) = retries.lock() {
+            r.push(RunEvent::now("retry", name, format!("{err}; retrying in {} ms", dur.as_millis())));
+        }
+    })
+    .await;
+    for e in retries.into_inner().unwrap_or_default() {
+        emit(e);
+    }
+    let n = attempt.load(std::sync::atomic::Ordering::SeqCst);
+    for i in 1..=n {
+        for ext in ["stdout", "stderr"] {
+            let p = opts.work_dir.join(format!("{name}-{i}.{ext}"));
+            if p.exists() {
+                outputs.push(p.display().to_string());
+            }
+        }
+    }
+    let _ = evidence;
+    result
+}
+
+/// One agent run: write its files, spawn it, judge its output, read its proposals.
+async fn once(engine: &Engine, opts: &RunOptions, kind: AgentKind, n: u32) -> Result<BTreeMap<i64, Proposal>, AgentFailure> {
+    let name = kind.as_str();
+    let io = |e: std::io::Error| AgentFailure::Crashed(format!("cannot prepare the run in {}: {e}", opts.work_dir.display()));
+    std::fs::create_dir_all(&opts.work_dir).map_err(io)?;
+    let proposals_file = opts.work_dir.join(format!("{name}-{n}.proposals.jsonl"));
+    let _ = std::fs::remove_file(&proposals_file);
+    let mut mcp_args = opts.mcp_args.clone();
+    mcp_args.extend([
+        "--workflow".into(),
+        opts.workflow_id.to_string(),
+        "--propose-only".into(),
+        proposals_file.display().to_string(),
+        "--agent-name".into(),
+        name.into(),
+    ]);
+    let setup = AgentSetup {
+        workflow_id: opts.workflow_id,
+        mcp_command: opts.mcp_command.clone(),
+        mcp_args,
+        prompt: prompts::render(&opts.prompt_template, &[
+            ("workflow_id", &opts.workflow_id.to_string()),
+            ("apply_note", prompts::PROPOSE_ONLY_NOTE),
+        ]),
+        work_dir: opts.work_dir.clone(),
+        timeout: Duration::from_secs(engine.policy.resilience.agent_timeout_secs),
+        max_turns: opts.max_turns,
+        agent_cmd: opts.agent_cmd.clone(),
+    };
+    clis::run_once(kind, &setup, n, &proposals_file).await
+}
+
+fn state_name(s: BreakerState) -> &'static str {
+    match s {
+        BreakerState::Closed => "closed",
+        BreakerState::Open => "open",
+        BreakerState::HalfOpen => "half-open",
+    }
+}

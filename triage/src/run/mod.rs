@@ -1,0 +1,96 @@
+//! `triage run`: gather the evidence, let an agent (or the rules) propose, validate every
+//! proposal, and apply what passes, or only report it. The orchestration lives here so the
+//! CLI stays a thin shell around it.
+//!
+//! The agent chain (seed 004): the chosen agent, then each `--fallback` in turn, each behind
+//! its circuit breaker and retried with backoff on transient failures; `rules` in the chain
+//! means the catalog's verdicts (degraded mode, announced); past the end of the chain every
+//! job needs a person. Every retry, fallback, degradation and circuit change is a [`RunEvent`].
+
+mod chain;
+
+use std::path::PathBuf;
+
+pub use chain::AgentChoice;
+
+use crate::agent::AgentKind;
+use crate::backend::BackendError;
+use crate::engine::{Engine, Mode, Outcome, PLAN_FORMAT_VERSION, Plan, RunEvent};
+
+/// Everything `triage run` was asked to do.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub workflow_id: i64,
+    pub dry_run: bool,
+    /// The agent, then the fallbacks, in order.
+    pub chain: Vec<AgentKind>,
+    pub agent_cmd: Option<String>,
+    /// The prompt template (placeholders filled per run).
+    pub prompt_template: String,
+    /// Where this run's agent files go (MCP config, prompt, proposals, captured output).
+    pub work_dir: PathBuf,
+    /// `triage-mcp` and the arguments that select the same backend, catalog and policy.
+    pub mcp_command: String,
+    pub mcp_args: Vec<String>,
+    pub seed: u64,
+    pub max_turns: u32,
+    pub state_dir: PathBuf,
+    pub resilience_off: bool,
+}
+
+/// Run the whole job; `on_event` sees each event as it happens (for progress display).
+pub async fn run(engine: &Engine, opts: &RunOptions, on_event: &(dyn Fn(&RunEvent) + Sync)) -> Result<Plan, BackendError> {
+    let mut events = Vec::new();
+    let mut emit = |e: RunEvent| {
+        on_event(&e);
+        events.push(e);
+    };
+    let info = engine.backend.workflow(opts.workflow_id).await?;
+    if !info.use_pending_failed {
+        emit(RunEvent::now("warning", &engine.backend.describe(), format!(
+            "workflow {} has use_pending_failed = false: failed jobs go straight to failed and nothing new will reach pending_failed",
+            info.id
+        )));
+    }
+    let (_, evidence) = engine.pending(opts.workflow_id).await?;
+    emit(RunEvent::now("progress", "triage", format!("{} pending_failed jobs in workflow {}", evidence.len(), info.id)));
+
+    let choice = if evidence.is_empty() {
+        AgentChoice::nobody()
+    } else {
+        chain::choose(engine, opts, &evidence, &mut emit).await
+    };
+    for id in choice.proposals.keys() {
+        if !evidence.iter().any(|e| e.job.id == *id) {
+            emit(RunEvent::now("warning", &choice.agent, format!("proposed job {id}, which is not pending_failed in this workflow; ignored")));
+        }
+    }
+
+    let mode = if opts.dry_run { Mode::DryRun } else { Mode::Apply };
+    let who = format!("triage run ({})", choice.agent);
+    let mut jobs = Vec::with_capacity(evidence.len());
+    for ev in &evidence {
+        let proposal = choice.proposals.get(&ev.job.id).cloned();
+        let mut entry = engine.judge(ev, proposal, choice.rules_fallback, mode);
+        if mode == Mode::Apply && entry.outcome == Outcome::WouldApply {
+            entry = engine.apply(opts.workflow_id, &entry, &who).await;
+        }
+        jobs.push(entry);
+    }
+    let mut plan = Plan {
+        format: PLAN_FORMAT_VERSION,
+        workflow_id: opts.workflow_id,
+        backend: engine.backend.describe(),
+        dry_run: opts.dry_run,
+        agent: choice.agent,
+        catalog_version: engine.catalog.version().to_string(),
+        created_at: jiff::Timestamp::now(),
+        jobs,
+        events: Vec::new(),
+        summary: Default::default(),
+        agent_output: choice.outputs,
+    };
+    plan.summarize();
+    plan.events = events;
+    Ok(plan)
+}
