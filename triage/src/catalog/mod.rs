@@ -1,1 +1,158 @@
-//! placeholder
+//! The pattern catalog: what a failed job's stderr, exit code and scheduler state say about
+//! whether a retry will help.
+//!
+//! The catalog is evidence, not a decision (DESIGN.md): the agent decides, and the engine
+//! checks the agent's proposal against what [`Catalog::scan`] concludes. Entries live in TOML
+//! (`triage/catalog/default.toml` is embedded; users add or override entries with their own
+//! files, see [`Catalog::load`]). Each entry has an `id`, a `class` (`transient`, `permanent`,
+//! or `context`: worth saying, decides nothing), a `category`, regex `patterns` and/or
+//! `exit_codes` and `scheduler_states`, a suggested `action`, a `strategy` (seed 002), a
+//! `hint` written for the agent, an optional `priority`, and `examples` and
+//! `counter_examples`: checked at load for every entry a user file adds or changes, and for
+//! the embedded entries by this module's tests (with every pattern needing an example).
+//!
+//! Patterns are Rust regexes tried on each line of the ANSI-stripped text (`^`/`$` are the
+//! line's ends); use `(?i)` for case-insensitivity. Exit codes and scheduler states on an entry
+//! with patterns only confirm it (making it specific); an entry without patterns matches on
+//! them alone.
+//!
+//! # Verdict rule
+//!
+//! Every entry that matched is a candidate (at its latest matching line). The highest one by
+//! (1) basis: text confirmed by exit code or scheduler state > scheduler state alone > text
+//! alone > exit code alone; (2) `priority`; (3) the later line; (4) on one line permanent >
+//! transient > context; (5) catalog order, decides. A `context` entry never makes a verdict
+//! transient or permanent: when it decides, the verdict is `unknown` with its hint. Details
+//! and reasons in `verdict.rs`, tests there and in `tests.rs`.
+//!
+//! # Choices worth knowing
+//!
+//! - `CUDA out of memory` is `context`: seed 000 calls it transient only "if memory is
+//!   shared", and real cases are mostly the job's own tensors (a retry on the same GPU fails
+//!   again). The hint says what to check.
+//! - `FileNotFoundError` and `No such file or directory` are `permanent`, with a hint: for a
+//!   job's own inputs, a missing file stays missing. When the file is an upstream job's
+//!   output and that job is being retried, the engine (which knows the dependencies, and
+//!   reports how a group's upstream jobs stand) is the place to wait instead.
+//! - A resolver saying a name does not exist (`no such host`, `Name or service not known`) is
+//!   `context`: a typo'd or region-less endpoint fails forever, a broken resolver recovers;
+//!   the text alone cannot tell. Names that are clearly not hosts (`https`, `$HOST`) are
+//!   permanent; well-known public hosts that "do not exist" are transient.
+
+mod ansi;
+mod entry;
+mod error;
+mod hints;
+mod load;
+mod scan;
+mod verdict;
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_load;
+
+use std::path::PathBuf;
+use std::sync::{Arc, LazyLock};
+
+pub use ansi::strip_ansi;
+pub use entry::Entry;
+pub use error::CatalogError;
+pub use hints::{HintMatch, Hints, ScanContext};
+
+use load::{BUILTIN_NAME, BUILTIN_TOML, Merger};
+use scan::Matcher;
+
+/// A loaded, checked catalog with its patterns compiled. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    version: String,
+    entries: Vec<Entry>,
+    matcher: Matcher,
+}
+
+/// The embedded catalog, loaded once per process.
+static BUILTIN: LazyLock<Result<Catalog, CatalogError>> =
+    LazyLock::new(|| Catalog::from_sources(&[]));
+
+impl Catalog {
+    /// The embedded default catalog.
+    ///
+    /// # Panics
+    ///
+    /// Never for a released build: the embedded file is checked by this crate's tests (every
+    /// entry, example and counter-example). A broken edit to it panics here, in those tests,
+    /// with the file, line and fix.
+    pub fn builtin() -> Catalog {
+        match &*BUILTIN {
+            Ok(c) => c.clone(),
+            Err(e) => panic!("the embedded catalog is invalid: {e}"),
+        }
+    }
+
+    /// The embedded catalog, then each file of `extra` in order: a file adds entries, changes
+    /// fields of an earlier entry with the same id, or removes one with `disabled = true`.
+    /// Every file is checked completely (syntax, values, regexes, examples).
+    pub fn load(extra: &[PathBuf]) -> Result<Catalog, CatalogError> {
+        if extra.is_empty() {
+            return Ok(Catalog::builtin());
+        }
+        let mut texts = Vec::with_capacity(extra.len());
+        for file in extra {
+            let text = std::fs::read_to_string(file).map_err(|source| CatalogError::Read {
+                file: file.clone(),
+                source,
+            })?;
+            texts.push((file.clone(), text));
+        }
+        Catalog::from_sources(&texts)
+    }
+
+    /// The embedded catalog merged with catalogs given as text (file name, contents).
+    pub fn from_sources(extra: &[(PathBuf, String)]) -> Result<Catalog, CatalogError> {
+        let mut merger = Merger::default();
+        merger.add(&PathBuf::from(BUILTIN_NAME), BUILTIN_TOML, false)?;
+        for (file, text) in extra {
+            merger.add(file, text, true)?;
+        }
+        let (version, entries, matcher) = merger.finish()?;
+        Ok(Catalog {
+            inner: Arc::new(Inner {
+                version,
+                entries,
+                matcher,
+            }),
+        })
+    }
+
+    /// The catalog's version, e.g. `2026.11.1`, or `2026.11.1+user` when user files were
+    /// merged in.
+    pub fn version(&self) -> &str {
+        &self.inner.version
+    }
+
+    /// Every entry, in catalog order.
+    pub fn entries(&self) -> &[Entry] {
+        &self.inner.entries
+    }
+
+    /// The entry with this id.
+    pub fn entry(&self, id: &str) -> Option<&Entry> {
+        self.inner.entries.iter().find(|e| e.id == id)
+    }
+
+    /// What the catalog says about a stderr tail (already decoded) and its context.
+    pub fn scan(&self, text: &str, ctx: &ScanContext) -> Hints {
+        scan::scan(&self.inner.entries, &self.inner.matcher, text, ctx)
+    }
+
+    /// [`Catalog::scan`] for raw bytes: invalid UTF-8 is replaced, never refused.
+    pub fn scan_bytes(&self, bytes: &[u8], ctx: &ScanContext) -> Hints {
+        self.scan(&String::from_utf8_lossy(bytes), ctx)
+    }
+}

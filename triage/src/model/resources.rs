@@ -82,7 +82,7 @@ impl fmt::Display for Memory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (unit, shift) in [("t", 4u32), ("g", 3), ("m", 2), ("k", 1)] {
             let m = KIB.pow(shift);
-            if self.bytes >= m && self.bytes % m == 0 {
+            if self.bytes >= m && self.bytes.is_multiple_of(m) {
                 return write!(f, "{}{unit}", self.bytes / m);
             }
         }

@@ -1,0 +1,232 @@
+//! Loading: the embedded catalog, then user files in order, merged by entry id.
+//!
+//! A later file may add entries, change some fields of an earlier entry with the same id (the
+//! fields it sets replace the earlier ones; the rest stay), or remove one with
+//! `disabled = true`. After merging, every entry must be complete and every pattern must
+//! compile and need some text to match. Examples and counter-examples of every entry a user
+//! file added or changed are checked here, so a user's broken entry is refused before any job
+//! is classified with it. The embedded catalog's examples are checked by the test suite
+//! instead (all of them, on every build): checking them at each start would cost a CLI call
+//! hundreds of milliseconds for nothing.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::entry::{Entry, Origin, Patch, RawFile, compile_one, valid_id};
+use super::error::CatalogError;
+use super::scan::Matcher;
+
+/// The embedded default catalog.
+pub(crate) const BUILTIN_TOML: &str = include_str!("../../catalog/default.toml");
+
+/// The name errors and `Entry::source` use for the embedded catalog.
+pub(crate) const BUILTIN_NAME: &str = "builtin:catalog/default.toml";
+
+/// One entry being merged: the accumulated fields and who touched it last.
+struct Slot {
+    patch: Patch,
+    /// The last file (and line) that touched the entry.
+    origin: Origin,
+    /// The file that set the current `patterns`.
+    patterns_origin: Origin,
+    removed: bool,
+    /// A user file added or changed it: check its examples at load.
+    check: bool,
+}
+
+/// Entries in first-definition order, by id.
+#[derive(Default)]
+pub(crate) struct Merger {
+    slots: Vec<Slot>,
+    index: HashMap<String, usize>,
+    versions: Vec<String>,
+}
+
+/// 1-based line and column of byte offset `pos` in `text`.
+fn line_col(text: &str, pos: usize) -> (usize, usize) {
+    let pos = pos.min(text.len());
+    let before = text.get(..pos).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+impl Merger {
+    /// Parse one catalog file's text and merge it over what came before. `check` marks the
+    /// entries it touches for the example check (user files).
+    pub fn add(&mut self, file: &Path, text: &str, check: bool) -> Result<(), CatalogError> {
+        let raw: RawFile = toml::from_str(text).map_err(|e| {
+            let (line, column) = e.span().map_or((1, 1), |s| line_col(text, s.start));
+            CatalogError::Syntax {
+                file: file.to_path_buf(),
+                line,
+                column,
+                message: e.message().trim().to_string(),
+            }
+        })?;
+        let version = raw
+            .version
+            .map(|v| v.trim().to_string())
+            .unwrap_or_default();
+        if version.is_empty() {
+            return Err(CatalogError::MissingVersion {
+                file: file.to_path_buf(),
+            });
+        }
+        self.versions.push(version);
+
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for spanned in raw.entry {
+            let (line, _) = line_col(text, spanned.span().start);
+            let raw_entry = spanned.into_inner();
+            let id = raw_entry.id.trim().to_string();
+            let origin = Origin {
+                file: file.to_path_buf(),
+                line,
+                id: id.clone(),
+            };
+            if !valid_id(&id) {
+                return Err(CatalogError::InvalidId {
+                    file: file.to_path_buf(),
+                    line,
+                    id,
+                });
+            }
+            if let Some(&first_line) = seen.get(&id) {
+                return Err(CatalogError::DuplicateId {
+                    file: file.to_path_buf(),
+                    line,
+                    first_line,
+                    id,
+                });
+            }
+            seen.insert(id.clone(), line);
+
+            let disabled = raw_entry.disabled;
+            let patch = raw_entry.into_patch(&origin)?;
+            let sets_patterns = patch.patterns.is_some();
+            match self.index.get(&id).copied() {
+                Some(i) if disabled => self.slots[i].removed = true,
+                None if disabled => {
+                    return Err(CatalogError::UnknownDisabled {
+                        file: file.to_path_buf(),
+                        line,
+                        id,
+                    });
+                }
+                Some(i) => {
+                    let slot = &mut self.slots[i];
+                    if slot.removed {
+                        // Re-defining a removed entry starts it afresh.
+                        slot.patch = patch;
+                        slot.removed = false;
+                    } else {
+                        slot.patch.merge(patch);
+                    }
+                    if sets_patterns {
+                        slot.patterns_origin = origin.clone();
+                    }
+                    slot.origin = origin;
+                    slot.check |= check;
+                }
+                None => {
+                    self.index.insert(id, self.slots.len());
+                    self.slots.push(Slot {
+                        patch,
+                        patterns_origin: origin.clone(),
+                        origin,
+                        removed: false,
+                        check,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Complete every entry, compile the patterns into one set, and check the examples of the
+    /// entries user files touched.
+    pub fn finish(self) -> Result<(String, Vec<Entry>, Matcher), CatalogError> {
+        let version = match self.versions.len() {
+            0 => String::new(),
+            1 => self.versions[0].clone(),
+            _ => format!("{}+user", self.versions[0]),
+        };
+        let mut entries = Vec::new();
+        let mut slots = Vec::new();
+        for slot in self.slots.into_iter().filter(|s| !s.removed) {
+            entries.push(slot.patch.clone().finish(&slot.origin, &slot.origin.file)?);
+            slots.push(slot);
+        }
+        let matcher = match Matcher::build(&entries) {
+            Ok(m) => m,
+            Err(error) => return Err(blame_set_error(&entries, &slots, error)),
+        };
+        if let Some((e, p)) = matcher.matching_empty_line().first().copied() {
+            let o = &slots[e].patterns_origin;
+            return Err(CatalogError::MatchesEverything {
+                file: o.file.clone(),
+                line: o.line,
+                id: o.id.clone(),
+                pattern: entries[e].patterns.get(p).cloned().unwrap_or_default(),
+            });
+        }
+        for (entry, slot) in entries.iter().zip(&slots).filter(|(_, s)| s.check) {
+            check_examples(entry, &slot.origin, &slot.patterns_origin)?;
+        }
+        Ok((version, entries, matcher))
+    }
+}
+
+/// The set did not compile: find the pattern that does not compile alone, or else say the
+/// whole is too large.
+fn blame_set_error(entries: &[Entry], slots: &[Slot], error: String) -> CatalogError {
+    for (entry, slot) in entries.iter().zip(slots) {
+        for pattern in &entry.patterns {
+            if let Err(e) = compile_one(pattern, &slot.patterns_origin) {
+                return e;
+            }
+        }
+    }
+    CatalogError::TooLarge {
+        file: slots
+            .last()
+            .map_or_else(|| PathBuf::from(BUILTIN_NAME), |s| s.origin.file.clone()),
+        error,
+    }
+}
+
+/// Every example must match one of the entry's patterns; no counter-example may.
+fn check_examples(
+    entry: &Entry,
+    origin: &Origin,
+    patterns_origin: &Origin,
+) -> Result<(), CatalogError> {
+    let compiled = entry
+        .patterns
+        .iter()
+        .map(|p| compile_one(p, patterns_origin))
+        .collect::<Result<Vec<_>, _>>()?;
+    for example in &entry.examples {
+        if !compiled.iter().any(|re| re.is_match(example)) {
+            return Err(CatalogError::ExampleNotMatched {
+                file: origin.file.clone(),
+                line: origin.line,
+                id: entry.id.clone(),
+                example: example.clone(),
+            });
+        }
+    }
+    for example in &entry.counter_examples {
+        if let Some(re) = compiled.iter().find(|re| re.is_match(example)) {
+            return Err(CatalogError::CounterExampleMatched {
+                file: origin.file.clone(),
+                line: origin.line,
+                id: entry.id.clone(),
+                example: example.clone(),
+                pattern: re.as_str().to_string(),
+            });
+        }
+    }
+    Ok(())
+}
