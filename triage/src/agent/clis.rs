@@ -24,6 +24,7 @@ pub struct Invocation {
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub stdin: Option<std::path::PathBuf>,
+    pub cwd: Option<std::path::PathBuf>,
 }
 
 /// Run agent `kind` once (attempt `n`) and return what it proposed.
@@ -31,7 +32,7 @@ pub async fn run_once(kind: AgentKind, setup: &AgentSetup, n: u32, proposals_fil
     let files = write_files(setup).map_err(|e| AgentFailure::Crashed(format!("cannot write the agent's files: {e}")))?;
     let inv = invocation(kind, setup, &files)?;
     let name = format!("{}-{n}", kind.as_str());
-    let finished = process::run(&inv.program, &inv.args, &inv.env, inv.stdin.as_deref(), &setup.work_dir, &name, setup.timeout)
+    let finished = process::run(&inv, &setup.work_dir, &name, setup.timeout)
         .await
         .map_err(|e| AgentFailure::NotInstalled(format!("cannot start `{}`: {e}", inv.program)))?;
     judge(kind, &finished, setup.timeout.as_secs())?;
@@ -75,7 +76,7 @@ pub fn invocation(kind: AgentKind, setup: &AgentSetup, files: &AgentFiles) -> Re
             .agent_cmd
             .clone()
             .ok_or_else(|| AgentFailure::InvalidRequest("--agent command needs --agent-cmd CMD".into()))?;
-        return Ok(Invocation { program: "sh".into(), args: vec!["-c".into(), cmd], env, stdin: None });
+        return Ok(Invocation { program: "sh".into(), args: vec!["-c".into(), cmd], env, stdin: None, cwd: None });
     }
     let bin = kind.binary().ok_or_else(|| AgentFailure::InvalidRequest(format!("`{}` is not an agent CLI", kind.as_str())))?;
     let program = find_on_path(bin)
@@ -88,10 +89,123 @@ pub fn invocation(kind: AgentKind, setup: &AgentSetup, files: &AgentFiles) -> Re
     Ok(inv)
 }
 
-/// The argv of each agent CLI (see each arm for the flags and why).
+/// The argv of each agent CLI. The flags were read from each CLI's `--help` and checked
+/// against the real binaries (claude-code 2.1, copilot 1.0, codex 0.169, gemini-cli 0.61): see
+/// the README's "Agents" section. The prompt always goes on stdin (no 128 KiB argv limit).
 fn cli_invocation(kind: AgentKind, setup: &AgentSetup, files: &AgentFiles) -> Result<Invocation, AgentFailure> {
-    let _ = (setup, files);
-    Err(AgentFailure::NotInstalled(format!("agent `{}` is not supported by this build", kind.as_str())))
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    let mut env: Vec<(String, String)> = Vec::new();
+    let mut args = match kind {
+        AgentKind::Claude => {
+            env.extend([
+                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(), "1".into()),
+                ("DISABLE_AUTOUPDATER".into(), "1".into()),
+                ("DISABLE_TELEMETRY".into(), "1".into()),
+            ]);
+            let allowed: Vec<String> = TOOLS.iter().map(|t| format!("mcp__triage__{t}")).collect();
+            let mut a = strings(&["-p", "--output-format", "json", "--max-turns"]);
+            a.push(setup.max_turns.to_string());
+            a.extend(["--mcp-config".into(), files.mcp_config.display().to_string(), "--strict-mcp-config".into()]);
+            // No built-in tools (shell, files, web); only ours, allowed without asking.
+            a.extend(strings(&["--tools", "", "--permission-mode", "dontAsk", "--no-session-persistence"]));
+            a.extend(["--allowedTools".into(), allowed.join(",")]);
+            a
+        }
+        AgentKind::Copilot => {
+            let config = setup.work_dir.join("copilot-mcp-config.json");
+            let body = serde_json::json!({"mcpServers": {"triage": {
+                "type": "local", "command": setup.mcp_command, "args": setup.mcp_args, "tools": ["*"]}}});
+            std::fs::write(&config, body.to_string()).map_err(|e| AgentFailure::Crashed(format!("cannot write {}: {e}", config.display())))?;
+            let available: Vec<String> = TOOLS.iter().map(|t| format!("triage-{t}")).collect();
+            let allow: Vec<String> = TOOLS.iter().map(|t| format!("triage({t})")).collect();
+            vec![
+                "--output-format".into(),
+                "json".into(),
+                "--additional-mcp-config".into(),
+                format!("@{}", config.display()),
+                "--disable-builtin-mcps".into(),
+                format!("--available-tools={}", available.join(",")),
+                format!("--allow-tool={}", allow.join(",")),
+                "--no-ask-user".into(),
+                "--no-auto-update".into(),
+                "--disable-client-telemetry".into(),
+                "--no-custom-instructions".into(),
+            ]
+        }
+        AgentKind::Codex => {
+            let toml_str = |s: &str| toml::Value::String(s.to_string()).to_string();
+            let mcp_args: Vec<String> = setup.mcp_args.iter().map(|a| toml_str(a)).collect();
+            let tools: Vec<String> = TOOLS.iter().map(|t| toml_str(t)).collect();
+            let mut a = strings(&[
+                "exec", "--json", "--skip-git-repo-check", "--ephemeral", "--ignore-user-config", "--ignore-rules",
+                "--sandbox", "read-only", "--disable", "unbounded_connection_retries",
+            ]);
+            // Every built-in tool off: the model sees the triage tools only.
+            for feature in [
+                "shell_tool", "unified_exec", "multi_agent", "view_image", "apps", "plugins", "image_generation",
+                "browser_use", "computer_use", "sleep_tool", "tool_suggest", "hooks", "skill_mcp_dependency_install", "goals",
+            ] {
+                a.extend(["--disable".into(), feature.into()]);
+            }
+            for c in [
+                "approval_policy=\"never\"".to_string(),
+                "analytics.enabled=false".into(),
+                "check_for_update_on_startup=false".into(),
+                "web_search=\"disabled\"".into(),
+                format!("mcp_servers.triage.command={}", toml_str(&setup.mcp_command)),
+                format!("mcp_servers.triage.args=[{}]", mcp_args.join(",")),
+                "mcp_servers.triage.required=true".into(),
+                "mcp_servers.triage.default_tools_approval_mode=\"approve\"".into(),
+                format!("mcp_servers.triage.enabled_tools=[{}]", tools.join(",")),
+            ] {
+                a.extend(["-c".into(), c]);
+            }
+            a
+        }
+        AgentKind::Gemini => {
+            let settings = setup.work_dir.join("gemini-settings.json");
+            insecure_ancestor(&setup.work_dir).map_or(Ok(()), |d| {
+                Err(AgentFailure::InvalidRequest(format!(
+                    "Gemini CLI ignores settings under a group- or world-writable folder ({}); without them it would not be limited to the triage tools. Use a --plan-out path or TRIAGE_STATE_DIR outside it",
+                    d.display()
+                )))
+            })?;
+            let core: Vec<String> = TOOLS.iter().map(|t| format!("mcp_triage_{t}")).collect();
+            let mut body = serde_json::json!({
+                "mcpServers": {"triage": {"command": setup.mcp_command, "args": setup.mcp_args, "trust": true, "includeTools": TOOLS}},
+                "mcp": {"allowed": ["triage"]},
+                "tools": {"core": core},
+                "model": {"maxSessionTurns": setup.max_turns},
+                "privacy": {"usageStatisticsEnabled": false},
+                "telemetry": {"enabled": false},
+            });
+            if std::env::var_os("GEMINI_API_KEY").is_some() {
+                body["security"] = serde_json::json!({"auth": {"selectedType": "gemini-api-key"}});
+            }
+            std::fs::write(&settings, serde_json::to_vec_pretty(&body).unwrap_or_default())
+                .map_err(|e| AgentFailure::Crashed(format!("cannot write {}: {e}", settings.display())))?;
+            env.push(("GEMINI_CLI_SYSTEM_SETTINGS_PATH".into(), settings.display().to_string()));
+            strings(&["--output-format", "json", "--skip-trust", "--allowed-mcp-server-names", "triage"])
+        }
+        other => return Err(AgentFailure::InvalidRequest(format!("`{}` is not an agent CLI", other.as_str()))),
+    };
+    if kind == AgentKind::Codex {
+        args.extend(setup.extra_args.iter().cloned());
+        args.push("-".into()); // the prompt comes on stdin
+    } else {
+        args.extend(setup.extra_args.iter().cloned());
+    }
+    Ok(Invocation { program: String::new(), args, env, stdin: Some(files.prompt.clone()), cwd: Some(setup.work_dir.clone()) })
+}
+
+/// The first folder at or above `dir` that is group- or world-writable (Gemini CLI refuses
+/// settings files below one).
+fn insecure_ancestor(dir: &Path) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let abs = std::path::absolute(dir).ok()?;
+    abs.ancestors()
+        .find(|d| std::fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o022 != 0))
+        .map(Path::to_path_buf)
 }
 
 /// Decide from the exit and the output whether the run failed, and why.
@@ -101,7 +215,7 @@ pub fn judge(kind: AgentKind, f: &Finished, timeout_secs: u64) -> Result<(), Age
     }
     let stdout = f.stdout_text(64 * 1024);
     let stderr = f.stderr_text(64 * 1024);
-    if let Some(reported) = reported_error(kind, &stdout) {
+    if let Some(reported) = reported_error(kind, &stdout, &stderr) {
         return Err(classify_text(&reported).unwrap_or(AgentFailure::Reported(reported)));
     }
     match f.exit {
@@ -115,18 +229,37 @@ pub fn judge(kind: AgentKind, f: &Finished, timeout_secs: u64) -> Result<(), Age
     }
 }
 
-/// An error the agent reported in its machine-readable output (even with exit status 0).
-fn reported_error(kind: AgentKind, stdout: &str) -> Option<String> {
-    if kind != AgentKind::Claude {
-        return None;
+/// An error the agent reported in its machine-readable output, even with exit status 0.
+fn reported_error(kind: AgentKind, stdout: &str, stderr: &str) -> Option<String> {
+    let objects = |text: &str| -> Vec<serde_json::Value> {
+        text.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok()).filter(|v| v.is_object()).collect()
+    };
+    let str_at = |v: &serde_json::Value, path: &[&str]| -> Option<String> {
+        path.iter().try_fold(v, |v, k| v.get(*k)).and_then(|x| x.as_str()).map(str::to_string)
+    };
+    match kind {
+        // `--output-format json`: one result object; `is_error: true` marks a failed run
+        // (its `subtype` says "success" even then).
+        AgentKind::Claude => objects(stdout).into_iter().rev().find_map(|v| {
+            (v.get("is_error").and_then(|b| b.as_bool()) == Some(true))
+                .then(|| str_at(&v, &["result"]).or_else(|| str_at(&v, &["subtype"])).unwrap_or_else(|| "is_error: true".into()))
+        }),
+        // JSONL events: `session.error` carries the message; `result.exitCode` the status.
+        AgentKind::Copilot => objects(stdout).into_iter().find_map(|v| {
+            (str_at(&v, &["type"]).as_deref() == Some("session.error"))
+                .then(|| str_at(&v, &["data", "message"]).unwrap_or_else(|| "session.error".into()))
+        }),
+        // JSONL events: `turn.failed` ends a failed run.
+        AgentKind::Codex => objects(stdout).into_iter().find_map(|v| {
+            (str_at(&v, &["type"]).as_deref() == Some("turn.failed"))
+                .then(|| str_at(&v, &["error", "message"]).unwrap_or_else(|| "turn.failed".into()))
+        }),
+        // A JSON object with `error` on stderr.
+        AgentKind::Gemini => objects(stderr).into_iter().chain(objects(stdout)).find_map(|v| {
+            v.get("error").map(|e| str_at(e, &["message"]).unwrap_or_else(|| e.to_string()))
+        }),
+        _ => None,
     }
-    // `--output-format json`: one JSON object; `is_error: true` marks a failed run.
-    let v: serde_json::Value = stdout.lines().rev().find_map(|l| serde_json::from_str(l.trim()).ok())?;
-    if v.get("is_error").and_then(|b| b.as_bool()) == Some(true) {
-        let msg = v.get("result").and_then(|r| r.as_str()).unwrap_or("is_error: true").to_string();
-        return Some(msg);
-    }
-    None
 }
 
 /// Sort an error text into auth / invalid request / network, or `None` if it says nothing

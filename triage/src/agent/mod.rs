@@ -124,4 +124,6 @@ pub struct AgentSetup {
     pub max_turns: u32,
     /// For `--agent command`.
     pub agent_cmd: Option<String>,
+    /// Extra arguments appended to an agent CLI's command line (`--agent-arg`).
+    pub extra_args: Vec<String>,
 }

@@ -7,6 +7,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
+
+use super::clis::Invocation;
 use nix::unistd::Pid;
 
 /// How an agent process ended.
@@ -44,24 +46,19 @@ fn read_end(path: &Path, max: usize) -> String {
     String::from_utf8_lossy(&bytes[start..]).into_owned()
 }
 
-/// Spawn `program args` with `env` added, stdin from `stdin` (or /dev/null), stdout and stderr
-/// into `out_dir/<name>.stdout|.stderr`, and wait up to `timeout`.
-pub async fn run(
-    program: &str,
-    args: &[String],
-    env: &[(String, String)],
-    stdin: Option<&Path>,
-    out_dir: &Path,
-    name: &str,
-    timeout: Duration,
-) -> std::io::Result<Finished> {
+/// Spawn `inv` (stdin from its file, or /dev/null), stdout and stderr into
+/// `out_dir/<name>.stdout|.stderr`, and wait up to `timeout`.
+pub async fn run(inv: &Invocation, out_dir: &Path, name: &str, timeout: Duration) -> std::io::Result<Finished> {
     std::fs::create_dir_all(out_dir)?;
     let stdout = out_dir.join(format!("{name}.stdout"));
     let stderr = out_dir.join(format!("{name}.stderr"));
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args)
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdin(match stdin {
+    let mut cmd = tokio::process::Command::new(&inv.program);
+    if let Some(dir) = &inv.cwd {
+        cmd.current_dir(dir);
+    }
+    cmd.args(&inv.args)
+        .envs(inv.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(match inv.stdin.as_deref() {
             Some(p) => Stdio::from(std::fs::File::open(p)?),
             None => Stdio::null(),
         })
@@ -98,13 +95,17 @@ pub async fn run(
 mod tests {
     use super::*;
 
+    fn sh(script: &str, env: Vec<(String, String)>) -> Invocation {
+        Invocation { program: "sh".into(), args: vec!["-c".into(), script.into()], env, stdin: None, cwd: None }
+    }
+
     #[tokio::test]
     async fn timeout_kills_the_whole_group() {
         let tmp = tempfile::tempdir().unwrap();
         let pidfile = tmp.path().join("grandchild.pid");
         // The agent starts a grandchild that would outlive it, then hangs.
         let script = format!("sleep 300 & echo $! > {}; sleep 300", pidfile.display());
-        let f = run("sh", &["-c".into(), script], &[], None, tmp.path(), "agent", Duration::from_millis(700)).await.unwrap();
+        let f = run(&sh(&script, vec![]), tmp.path(), "agent", Duration::from_millis(700)).await.unwrap();
         assert_eq!(f.exit, Exit::TimedOut);
         assert!(f.elapsed < Duration::from_secs(5));
         let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
@@ -118,7 +119,7 @@ mod tests {
     #[tokio::test]
     async fn output_is_captured_to_files() {
         let tmp = tempfile::tempdir().unwrap();
-        let f = run("sh", &["-c".into(), "echo out; echo err >&2; exit 3".into()], &[("X".into(), "1".into())], None, tmp.path(), "a", Duration::from_secs(10)).await.unwrap();
+        let f = run(&sh("echo out; echo err >&2; exit $X", vec![("X".into(), "3".into())]), tmp.path(), "a", Duration::from_secs(10)).await.unwrap();
         assert_eq!(f.exit, Exit::Exited(Some(3)));
         assert_eq!(f.stdout_text(100), "out\n");
         assert_eq!(f.stderr_text(100), "err\n");

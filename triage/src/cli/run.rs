@@ -34,6 +34,9 @@ pub struct RunArgs {
     /// TRIAGE_PROMPT_FILE and TRIAGE_WORKFLOW_ID set.
     #[arg(long, value_name = "CMD")]
     pub agent_cmd: Option<String>,
+    /// Extra argument for the agent CLI (repeatable), e.g. `--agent-arg=--model=claude-sonnet-4-5`.
+    #[arg(long = "agent-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub agent_args: Vec<String>,
     /// Seconds before the agent's process group is killed (default 600; policy [resilience]).
     #[arg(long, value_name = "SECS")]
     pub agent_timeout: Option<u64>,
@@ -85,6 +88,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         dry_run: args.dry_run,
         chain,
         agent_cmd: args.agent_cmd.clone(),
+        agent_args: args.agent_args.clone(),
         prompt_template,
         work_dir,
         mcp_command: ServerCommand::triage_mcp(std::env::current_exe().ok().as_deref(), vec![]).command,

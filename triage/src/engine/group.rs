@@ -167,7 +167,13 @@ impl Grouping {
                     .map(move |(gi, _)| (gi, r))
             })
             .collect();
-        let end = (start + limit.max(1)).min(entries.len());
+        // A page never holds two chunks of one group: it ends where the next round begins.
+        let round_end = entries
+            .iter()
+            .skip(start)
+            .position(|&(_, r)| entries.get(start).is_some_and(|&(_, r0)| r != r0))
+            .map_or(entries.len(), |p| start + p);
+        let end = (start + limit.max(1)).min(round_end);
         let chosen = entries.get(start..end).unwrap_or_default();
         // Headers first (every group visible), then share the rest of the budget among tails.
         let mut groups: Vec<Group> =

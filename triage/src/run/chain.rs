@@ -73,7 +73,7 @@ pub async fn choose(engine: &Engine, opts: &RunOptions, evidence: &[Evidence], e
                 Err(e) => emit(RunEvent::now("warning", &name, e.to_string())),
             }
         }
-        let result = attempt_with_retries(engine, opts, kind, evidence, emit, &mut outputs).await;
+        let result = attempt_with_retries(engine, opts, kind, emit, &mut outputs).await;
         match result {
             Ok(proposals) => {
                 if use_breaker && let Ok(Some(from)) = book.record_success(&name) {
@@ -101,7 +101,6 @@ async fn attempt_with_retries(
     engine: &Engine,
     opts: &RunOptions,
     kind: AgentKind,
-    evidence: &[Evidence],
     emit: &mut impl FnMut(RunEvent),
     outputs: &mut Vec<String>,
 ) -> Result<BTreeMap<i64, Proposal>, AgentFailure> {
@@ -135,7 +134,6 @@ async fn attempt_with_retries(
             }
         }
     }
-    let _ = evidence;
     result
 }
 
@@ -167,6 +165,7 @@ async fn once(engine: &Engine, opts: &RunOptions, kind: AgentKind, n: u32) -> Re
         timeout: Duration::from_secs(engine.policy.resilience.agent_timeout_secs),
         max_turns: opts.max_turns,
         agent_cmd: opts.agent_cmd.clone(),
+        extra_args: opts.agent_args.clone(),
     };
     clis::run_once(kind, &setup, n, &proposals_file).await
 }

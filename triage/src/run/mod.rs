@@ -25,6 +25,8 @@ pub struct RunOptions {
     /// The agent, then the fallbacks, in order.
     pub chain: Vec<AgentKind>,
     pub agent_cmd: Option<String>,
+    /// Extra arguments for the agent CLI (`--agent-arg`).
+    pub agent_args: Vec<String>,
     /// The prompt template (placeholders filled per run).
     pub prompt_template: String,
     /// Where this run's agent files go (MCP config, prompt, proposals, captured output).
