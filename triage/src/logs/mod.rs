@@ -1,1 +1,27 @@
-//! placeholder
+//! The logs knowledge: what a failed job's stderr says, cheaply and comparably.
+//!
+//! - [`tail`](tail_lines): the last lines or bytes of a log file, read backwards from the end,
+//!   so the cost is the tail's, not the file's (a 1 GiB stderr costs one block).
+//! - [`signature`]: a stable fingerprint of a stderr tail with the noise (times, ranks, hosts,
+//!   ids, per-job paths) folded away, so the thousands of jobs that died the same way form one
+//!   group, and the agent explains each cause once.
+//! - [`attempt_diff`]: how the last two attempts' tails differ, to tell "failed the same way
+//!   again" from "got further this time".
+//!
+//! Pure: data in, data out; the only I/O is reading a file the caller names.
+
+mod backward;
+mod diff;
+mod normalize;
+mod signature;
+mod tail;
+
+pub use diff::{AttemptDiff, attempt_diff};
+pub use normalize::normalize_line;
+pub use signature::{
+    Fingerprint, Signature, SignatureError, fingerprint, signature, signature_summary,
+    signature_with,
+};
+pub use tail::{
+    Cut, Tail, TailError, TailOptions, tail_bytes, tail_bytes_from, tail_lines, tail_lines_from,
+};
