@@ -1,12 +1,27 @@
-//! TEMPORARY shim until the logs branch lands.
-use std::borrow::Cow;
-use std::path::Path;
-#[derive(Default)]
-pub struct TailOptions;
-pub struct Tail { pub bytes: Vec<u8>, pub lines: usize, pub file_len: u64, pub truncated: bool }
-impl Tail { pub fn text(&self) -> Cow<'_, str> { String::from_utf8_lossy(&self.bytes) } }
-#[derive(Debug, thiserror::Error)]
-#[error("x")]
-pub struct TailError;
-pub fn tail_lines(_p: &Path, _n: usize, _o: &TailOptions) -> Result<Tail, TailError> { Err(TailError) }
-pub fn tail_bytes(_p: &Path, _n: u64, _o: &TailOptions) -> Result<Tail, TailError> { Err(TailError) }
+//! The logs knowledge: what a failed job's stderr says, cheaply and comparably.
+//!
+//! - [`tail`](tail_lines): the last lines or bytes of a log file, read backwards from the end,
+//!   so the cost is the tail's, not the file's (a 1 GiB stderr costs one block).
+//! - [`signature`]: a stable fingerprint of a stderr tail with the noise (times, ranks, hosts,
+//!   ids, per-job paths) folded away, so the thousands of jobs that died the same way form one
+//!   group, and the agent explains each cause once.
+//! - [`attempt_diff`]: how the last two attempts' tails differ, to tell "failed the same way
+//!   again" from "got further this time".
+//!
+//! Pure: data in, data out; the only I/O is reading a file the caller names.
+
+mod backward;
+mod diff;
+mod normalize;
+mod signature;
+mod tail;
+
+pub use diff::{AttemptDiff, attempt_diff};
+pub use normalize::normalize_line;
+pub use signature::{
+    Fingerprint, Signature, SignatureError, fingerprint, signature, signature_summary,
+    signature_with,
+};
+pub use tail::{
+    Cut, Tail, TailError, TailOptions, tail_bytes, tail_bytes_from, tail_lines, tail_lines_from,
+};

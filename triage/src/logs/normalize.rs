@@ -1,0 +1,326 @@
+//! `normalize_line`: one stderr line with its noise folded into placeholders.
+//!
+//! Why: ten thousand jobs that died the same way print ten thousand different lines, because of
+//! what differs between jobs and not between failures: times, ranks, hosts, ports, ids, per-job
+//! paths, sizes. Folding that noise makes the lines comparable (for [`super::signature`] and
+//! [`super::attempt_diff`]) while keeping what tells failures apart: the words, the exception
+//! names, the file names, and the exit codes and signals.
+//!
+//! The rules, in the order they apply:
+//! 1. terminal noise: ANSI escapes stripped; of a line rewritten with `\r` (progress bars),
+//!    only the last text is kept; block characters (`█▌`) dropped;
+//! 2. `<ts>`: timestamps: ISO 8601 dates and times, syslog and `date` stamps, glog / c10
+//!    prefixes (`E0321 02:07:08.414640`), bare `hh:mm:ss(.frac)`;
+//! 3. `<str>`: quoted text (`'…'`, `"…"`, `` `…` ``, `‘…’`, `“…”`): module names, keys, paths in
+//!    Python messages; a word's apostrophe (`can't`) is not a quote;
+//! 4. `<url>`, `<uuid>`, `<ip>` (IPv4 with its port, IPv6);
+//! 5. `<path>/name`: absolute and `./`, `~/` paths keep only their base name (per-job
+//!    directories fold, `train.py` stays);
+//! 6. `<host>`: fully qualified names, and host-like tokens (`node023`, `orion-01-04`) where a
+//!    host is expected: after `on`, `node`, `host`…, before `:port`, in `[host:pid]`, in
+//!    `srun`'s `host: task N:`, after `@`;
+//! 7. `<id>`: the value after `job`, `step`, `StepId`, `task`, `array task`;
+//! 8. `<hex>`: `0x…`, and hexadecimal runs of 6 or more with letters and digits (hashes, ids);
+//!    `<tmp>`: temporary names (`tmpa8x9k2l_`, `tmp.Xb3kQ9`);
+//! 9. `<size>`: a number with a memory unit (`20.00 MiB`, `8g`, `512 bytes`);
+//! 10. `<n>`: every other number (ranks, PIDs, ports, counters, line numbers), except the one
+//!     after `exit code`, `status`, `signal`, `errno`, `code`, `error`, `rc`: those tell
+//!     failures apart (exit 1 is not exit 137); a plural after a count is made singular
+//!     (`<n> oom_kill events` as `<n> oom_kill event`);
+//! 11. whitespace runs collapse to one space; the line is trimmed.
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+fn re(pattern: &str) -> Regex {
+    Regex::new(pattern).expect("built-in normalization patterns are valid")
+}
+
+const HOSTY: &str = r"[A-Za-z][\w\-\[\],]*\d[\w\-\[\],]*";
+
+/// Timestamps, as alternatives of one pattern (leftmost wins, then the first listed): glog and
+/// c10 prefixes, ISO 8601, syslog and `date` stamps, bare times.
+static TIMESTAMP: LazyLock<Regex> = LazyLock::new(|| {
+    re(&[
+        r"\b[IWEF]\d{3,4} \d{1,2}:\d{2}:\d{2}(?:\.\d+)?",
+        r"\b\d{4}[-/]\d{2}[-/]\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)?(?:Z\b|[+-]\d{2}:?\d{2}\b)?",
+        r"\b(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,?\s+)?(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2},?(?:\s+\d{4})?\s+\d{1,2}:\d{2}:\d{2}(?:\.\d+)?(?:\s+(?:UTC|GMT|[A-Z][SD]T|CES?T|[+-]\d{4}))?(?:\s+\d{4}\b)?",
+        r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b",
+    ]
+    .join("|"))
+});
+static QUOTED: LazyLock<Regex> =
+    LazyLock::new(|| re(r#"\B'[^'\n]*'\B|\B"[^"\n]*"\B|`[^`\n]*`|‘[^’\n]*’|“[^”\n]*”"#));
+static URL: LazyLock<Regex> = LazyLock::new(|| re(r#"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'"<>]+"#));
+static UUID: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+});
+static IPV4: LazyLock<Regex> = LazyLock::new(|| re(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b"));
+static IPV6: LazyLock<Regex> =
+    LazyLock::new(|| re(r"\[?\b[0-9a-fA-F]{0,4}(?::[0-9a-fA-F]{0,4}){1,6}:[0-9a-fA-F]{1,4}\b\]?"));
+static PATH: LazyLock<Regex> =
+    LazyLock::new(|| re(r#"(?:^|[\s=:'"(\[,])(?:~|\.{1,2})?(?:/[^\s/:'"(),\[\]<>]+)+/?"#));
+static FQDN: LazyLock<Regex> = LazyLock::new(|| re(r"\b[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+){2,}\b"));
+static NUMBERED_HOST: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^[A-Za-z]+(?:-[A-Za-z]+)*-?\d+(?:-\d+)*$"));
+static HOST_AFTER_WORD: LazyLock<Regex> = LazyLock::new(|| {
+    re(&format!(
+        r"(?i)\b(?:on|node|nodes|host|hostname|nodename|nodelist|server|peer)\b[\s:=]+{HOSTY}"
+    ))
+});
+static HOST_PORT: LazyLock<Regex> =
+    LazyLock::new(|| re(r"\[?\b[A-Za-z][A-Za-z0-9-]*\d[A-Za-z0-9-]*\]?:\d{1,5}\b\]?"));
+static HOST_TASK: LazyLock<Regex> = LazyLock::new(|| re(&format!(r"\b{HOSTY}: tasks? [\d,\-]+:")));
+static HOST_AT: LazyLock<Regex> = LazyLock::new(|| re(&format!(r"@{HOSTY}")));
+static IDS: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)\b(?:job|step|task|array task|array_task_id|jobid|job_id|step_?id|task_?id)\b[\s:=#]*[\w\[\]-]*\d[\w\[\]-]*(?:\.[\w\[\]-]+)*",
+    )
+});
+static HEX: LazyLock<Regex> = LazyLock::new(|| re(r"\b0[xX][0-9a-fA-F]+\b|\b[0-9a-fA-F]{6,}\b"));
+static TMP: LazyLock<Regex> =
+    LazyLock::new(|| re(r"\btmp(?:\.[A-Za-z0-9]{6,}|[A-Za-z0-9_]{6,})\b"));
+/// Numbers: one after a keyword whose value matters (kept), a memory size (`<size>`), or any
+/// other number (`<n>`); the kind is told by the match's first and last characters.
+static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
+    re(&[
+        // ASCII rules (`-u`), so that `shape_key` can tell these keywords byte by byte.
+        r"(?i-u:\b(?:exit(?:ed)?(?: with)?(?: exit)? ?(?:code|status)|exit_?code|return ?code|returncode|rc|signal|sig|errno|status|code|error)\b[\s:=#(]*-?[0-9]+)",
+        r"(?i:\b\d+(?:\.\d+)?(?:\s?(?:[kmgtpe]i?b|bytes?)|[kmgt])\b)",
+        r"\d+(?:[.,]\d+)*",
+    ]
+    .join("|"))
+});
+static PLURAL: LazyLock<Regex> = LazyLock::new(|| re(r"<n> (?:[\w-]+ )?\w{3,}[^s\W]s\b"));
+/// One line with its noise folded (see the module documentation for the rules).
+///
+/// ```
+/// use triage::logs::normalize_line;
+///
+/// let line = "[rank3]:[E321 02:07:08.41 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog timeout";
+/// assert_eq!(
+///     normalize_line(line),
+///     "[rank<n>]:[<ts> ProcessGroupNCCL.cpp:<n>] [Rank <n>] Watchdog timeout"
+/// );
+/// ```
+pub fn normalize_line(line: &str) -> String {
+    let line = last_rewrite(line);
+    let mut s = if line.contains('\x1b') {
+        strip_ansi_escapes::strip_str(line)
+    } else {
+        line.to_owned()
+    };
+    if !s.is_ascii() {
+        s.retain(|c| !('\u{2580}'..='\u{259f}').contains(&c));
+    }
+    // Replacements are computed from the matched text alone: resolving capture groups costs
+    // more than the whole search on lines this short. A rule that cannot match is not run.
+    s = apply(s, &TIMESTAMP, |_| "<ts>".into());
+    s = apply(s, &QUOTED, |_| "<str>".into());
+    s = apply(s, &URL, |_| "<url>".into());
+    if s.contains('-') {
+        s = apply(s, &UUID, |_| "<uuid>".into());
+    }
+    let dots = count(&s, b'.');
+    if dots >= 3 {
+        s = apply(s, &IPV4, |_| "<ip>".into());
+    }
+    let colons = count(&s, b':');
+    if colons >= 2 {
+        s = apply(s, &IPV6, |m| {
+            let digit = m.bytes().any(|b| b.is_ascii_digit());
+            let ipv6 = digit && (m.contains("::") || m.matches(':').count() >= 5);
+            if ipv6 { "<ip>".into() } else { m.into() }
+        });
+    }
+    s = apply(s, &PATH, |m| {
+        // The match starts with the character before the path, if there is one.
+        let path_at = usize::from(!m.starts_with(['/', '~', '.']));
+        let base = if m.ends_with('/') {
+            ""
+        } else {
+            m.rsplit('/').next().unwrap_or("")
+        };
+        format!("{}<path>/{base}", &m[..path_at]).into()
+    });
+    if dots >= 2 {
+        s = apply(s, &FQDN, |m| {
+            if is_fqdn(m) {
+                "<host>".into()
+            } else {
+                m.into()
+            }
+        });
+    }
+    s = apply(s, &HOST_AFTER_WORD, |m| {
+        let host_at = m.rfind([' ', '\t', ':', '=']).map_or(0, |i| i + 1);
+        format!("{}<host>", &m[..host_at]).into()
+    });
+    if colons >= 1 {
+        s = apply(s, &HOST_PORT, |m| {
+            let open = if m.starts_with('[') { "[" } else { "" };
+            let colon = m.rfind(':').unwrap_or(0);
+            let inner_close = if m[..colon].ends_with(']') { "]" } else { "" };
+            let outer_close = if m.ends_with(']') { "]" } else { "" };
+            format!("{open}<host>{inner_close}:<n>{outer_close}").into()
+        });
+        s = apply(s, &HOST_TASK, |m| {
+            format!("<host>{}", &m[m.find(':').unwrap_or(0)..]).into()
+        });
+    }
+    s = apply(s, &HOST_AT, |_| "@<host>".into());
+    s = apply(s, &IDS, |m| {
+        let value_at = m
+            .rfind([' ', '\t', ':', '=', '#'])
+            .map(|i| i + 1)
+            .unwrap_or_else(|| {
+                m.find(|c: char| !c.is_ascii_alphabetic() && c != '_')
+                    .unwrap_or(m.len())
+            });
+        format!("{}<id>", &m[..value_at]).into()
+    });
+    if has_hex_run(&s) {
+        s = apply(s, &HEX, |m| {
+            let digit = m.bytes().any(|b| b.is_ascii_digit());
+            let alpha = m.bytes().any(|b| b.is_ascii_alphabetic());
+            let prefixed = m.starts_with("0x") || m.starts_with("0X");
+            if prefixed || (digit && alpha) {
+                "<hex>".into()
+            } else {
+                m.into()
+            }
+        });
+    }
+    s = apply(s, &TMP, |_| "<tmp>".into());
+    s = apply(s, &NUMBER, |m| {
+        if !m.starts_with(|c: char| c.is_ascii_digit()) {
+            m.into() // a number after `exit code` and the like: kept
+        } else if m.ends_with(|c: char| c.is_ascii_alphabetic()) {
+            "<size>".into()
+        } else {
+            "<n>".into()
+        }
+    });
+    s = apply(s, &PLURAL, |m| m[..m.len() - 1].to_owned().into());
+    let mut out = String::with_capacity(s.len());
+    for word in s.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
+}
+
+/// A cheap key with the property: two lines with the same key have the same
+/// [`normalize_line`]: the line's bytes with the digits 1 to 9 made `1` (so lengths stay, and
+/// `0` stays for `0x`); `None` for a line where a digit's value can matter, one with a word
+/// starting like a kept-number keyword of rule 10 (`exit`, `return`, `rc`, `sig`, `errno`,
+/// `status`, `code`, `error`).
+pub(crate) fn shape_key(line: &str) -> Option<Vec<u8>> {
+    const KEYWORDS: [&[u8]; 8] = [
+        b"exit", b"return", b"rc", b"sig", b"errno", b"status", b"code", b"error",
+    ];
+    let bytes = line.as_bytes();
+    let word_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let keyword_at = |i: usize| {
+        matches!(bytes[i] | 0x20, b'e' | b'r' | b's' | b'c')
+            && (i == 0 || !word_byte(bytes[i - 1]))
+            && KEYWORDS.iter().any(|k| {
+                bytes[i..]
+                    .get(..k.len())
+                    .is_some_and(|w| w.eq_ignore_ascii_case(k))
+            })
+    };
+    if (0..bytes.len()).any(keyword_at) {
+        return None;
+    }
+    Some(
+        bytes
+            .iter()
+            .map(|&b| if (b'1'..=b'9').contains(&b) { b'1' } else { b })
+            .collect(),
+    )
+}
+
+/// What a terminal would show of a line rewritten with carriage returns: its last non-blank
+/// part (a CR LF ending is not a rewrite).
+fn last_rewrite(line: &str) -> &str {
+    let line = line.trim_end_matches(['\r', '\n']);
+    line.rsplit('\r')
+        .find(|part| !part.trim().is_empty())
+        .unwrap_or("")
+}
+
+/// A name with three or more dot-separated labels that is a host, not a module path or a
+/// version: its first label looks like a numbered host (`node023.cluster.local`,
+/// `gpu-17.hpc.example`), or its last label is a common top-level domain.
+fn is_fqdn(name: &str) -> bool {
+    const TLDS: &[&str] = &[
+        "com",
+        "org",
+        "net",
+        "edu",
+        "gov",
+        "mil",
+        "int",
+        "io",
+        "local",
+        "internal",
+        "lan",
+        "localdomain",
+        "cluster",
+        "ai",
+        "dev",
+        "cloud",
+        "us",
+        "uk",
+        "de",
+        "fr",
+        "eu",
+        "ch",
+        "jp",
+        "cn",
+    ];
+    let first = name.split('.').next().unwrap_or("");
+    let last = name.rsplit('.').next().unwrap_or("").to_ascii_lowercase();
+    NUMBERED_HOST.is_match(first) || TLDS.contains(&last.as_str())
+}
+
+fn count(s: &str, byte: u8) -> usize {
+    s.bytes().filter(|&b| b == byte).count()
+}
+
+/// Whether `s` may hold a [`HEX`] match: `0x`, or six hexadecimal digits in a row.
+fn has_hex_run(s: &str) -> bool {
+    let mut run = 0;
+    for b in s.bytes() {
+        run = if b.is_ascii_hexdigit() { run + 1 } else { 0 };
+        if run >= 6 {
+            return true;
+        }
+    }
+    s.contains("0x") || s.contains("0X")
+}
+
+/// Replaces every match of `rule` in `s` by `replace(matched text)`.
+fn apply(s: String, rule: &Regex, replace: impl Fn(&str) -> Cow<'_, str>) -> String {
+    let mut out = String::new();
+    let mut last = 0;
+    for m in rule.find_iter(&s) {
+        out.push_str(&s[last..m.start()]);
+        out.push_str(&replace(m.as_str()));
+        last = m.end();
+    }
+    if last == 0 && out.is_empty() {
+        return s;
+    }
+    out.push_str(&s[last..]);
+    out
+}
+
+#[cfg(test)]
+#[path = "normalize_tests.rs"]
+mod tests;
