@@ -25,14 +25,18 @@ pub async fn serve(addr: SocketAddr, server: TriageServer, args: &Args) -> anyho
         Some(var) => {
             let value = std::env::var(var).with_context(|| format!("--token-env {var}: the environment variable {var} is not set; export it with the bearer token clients must send"))?;
             if value.trim().len() < 16 {
-                bail!("--token-env {var}: the token in {var} is shorter than 16 characters; use a long random token (e.g. `openssl rand -hex 32`)");
+                bail!(
+                    "--token-env {var}: the token in {var} is shorter than 16 characters; use a long random token (e.g. `openssl rand -hex 32`)"
+                );
             }
             Some(value.trim().to_string())
         }
         None => None,
     };
     if !addr.ip().is_loopback() && token.is_none() {
-        bail!("refusing to serve {addr} without authentication: a non-loopback address needs a bearer token; set --token-env VAR with VAR holding the token, or bind 127.0.0.1");
+        bail!(
+            "refusing to serve {addr} without authentication: a non-loopback address needs a bearer token; set --token-env VAR with VAR holding the token, or bind 127.0.0.1"
+        );
     }
     let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into(), "[::1]".into()];
     if !addr.ip().is_loopback() && !addr.ip().is_unspecified() {
@@ -69,11 +73,8 @@ pub async fn serve(addr: SocketAddr, server: TriageServer, args: &Args) -> anyho
 }
 
 async fn require_bearer(State(expected): State<Arc<String>>, req: Request, next: Next) -> Response {
-    let given = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+    let given =
+        req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
     match given {
         Some(t) if constant_time_eq(t.trim().as_bytes(), expected.as_bytes()) => next.run(req).await,
         Some(_) => unauthorized("invalid bearer token"),

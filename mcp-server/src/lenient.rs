@@ -14,10 +14,7 @@ enum IntOrText {
 fn parse<'de, D: Deserializer<'de>>(v: IntOrText) -> Result<i64, D::Error> {
     match v {
         IntOrText::Int(n) => Ok(n),
-        IntOrText::Text(t) => t
-            .trim()
-            .parse()
-            .map_err(|_| D::Error::custom(format!("`{t}` is not an integer"))),
+        IntOrText::Text(t) => t.trim().parse().map_err(|_| D::Error::custom(format!("`{t}` is not an integer"))),
     }
 }
 
@@ -39,9 +36,7 @@ pub fn opt_u32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error>
 }
 
 pub fn opt_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    opt_int(d)?
-        .map(|n| u64::try_from(n).map_err(|_| D::Error::custom(format!("{n} must not be negative"))))
-        .transpose()
+    opt_int(d)?.map(|n| u64::try_from(n).map_err(|_| D::Error::custom(format!("{n} must not be negative")))).transpose()
 }
 
 pub fn opt_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {

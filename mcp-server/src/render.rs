@@ -58,7 +58,13 @@ pub fn list(o: &ListOut) -> String {
     let p = &o.page;
     let mut out = format!(
         "Workflow {} ({}): {} pending_failed jobs in {} failure groups; this page has {} groups. Catalog {}.\nGuidance: {}\n",
-        o.workflow_id, o.workflow_name, p.total_jobs, p.total_groups, p.groups.len(), o.catalog_version, o.guidance
+        o.workflow_id,
+        o.workflow_name,
+        p.total_jobs,
+        p.total_groups,
+        p.groups.len(),
+        o.catalog_version,
+        o.guidance
     );
     if let Some(w) = &p.warning {
         let _ = writeln!(out, "Warning: {w}");
@@ -92,7 +98,8 @@ pub fn list(o: &ListOut) -> String {
                 h.hint.as_deref().map(|t| format!("; hint: {t}")).unwrap_or_default()
             );
             if !h.matches.is_empty() {
-                let lines: Vec<String> = h.matches.iter().map(|m| format!("line {} [{}] {}", m.line, m.id, m.text)).collect();
+                let lines: Vec<String> =
+                    h.matches.iter().map(|m| format!("line {} [{}] {}", m.line, m.id, m.text)).collect();
                 out.push_str(&quoted("MATCHING LINES", &lines.join("\n")));
             }
         }

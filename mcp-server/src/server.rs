@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, PaginatedRequestParams, Prompt,
-    PromptArgument, PromptMessage, Role, ServerCapabilities, ServerConfig,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
+    PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, Role, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, tool_handler};
@@ -83,16 +83,27 @@ impl ServerHandler for TriageServer {
                     .as_ref()
                     .and_then(|m| m.get("workflow_id"))
                     .and_then(|v| v.as_str().map(str::to_string).or_else(|| v.as_i64().map(|n| n.to_string())))
-                    .ok_or_else(|| McpError::invalid_params("missing argument `workflow_id` (the workflow to triage)", None))?;
+                    .ok_or_else(|| {
+                        McpError::invalid_params("missing argument `workflow_id` (the workflow to triage)", None)
+                    })?;
                 if wf.trim().parse::<i64>().is_err() {
-                    return Err(McpError::invalid_params(format!("`workflow_id` must be an integer, got `{wf}`"), None));
+                    return Err(McpError::invalid_params(
+                        format!("`workflow_id` must be an integer, got `{wf}`"),
+                        None,
+                    ));
                 }
-                let text = prompts::render(prompts::TRIAGE_WORKFLOW, &[("workflow_id", wf.trim()), ("apply_note", prompts::INTERACTIVE_NOTE)]);
+                let text = prompts::render(
+                    prompts::TRIAGE_WORKFLOW,
+                    &[("workflow_id", wf.trim()), ("apply_note", prompts::INTERACTIVE_NOTE)],
+                );
                 Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
                     .with_description(format!("Triage workflow {wf}"))
                     .into())
             }
-            other => Err(McpError::invalid_params(format!("unknown prompt `{other}`; the prompts are: triage_workflow"), None)),
+            other => Err(McpError::invalid_params(
+                format!("unknown prompt `{other}`; the prompts are: triage_workflow"),
+                None,
+            )),
         }
     }
 }

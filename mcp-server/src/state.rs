@@ -56,11 +56,12 @@ impl State {
         }
         let proposals = match &args.propose_only {
             Some(path) => {
-                let file = OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .with_context(|| format!("cannot open the propose-only log {}; give a writable path to --propose-only", path.display()))?;
+                let file = OpenOptions::new().create(true).append(true).open(path).with_context(|| {
+                    format!(
+                        "cannot open the propose-only log {}; give a writable path to --propose-only",
+                        path.display()
+                    )
+                })?;
                 Some((path.clone(), Mutex::new(file)))
             }
             None => None,
@@ -72,7 +73,12 @@ impl State {
         } else {
             ServerMode::Normal
         };
-        tracing::info!(backend = backend.describe(), mode = mode.as_str(), catalog = catalog.version(), "triage-mcp ready");
+        tracing::info!(
+            backend = backend.describe(),
+            mode = mode.as_str(),
+            catalog = catalog.version(),
+            "triage-mcp ready"
+        );
         Ok(Arc::new(State {
             engine: Engine::new(backend, catalog, policy),
             workflow: args.workflow,
@@ -100,7 +106,8 @@ impl State {
             buf.push_str(&r.to_string());
             buf.push('\n');
         }
-        let mut f = file.lock().map_err(|_| "the propose-only log is unavailable after an earlier failure".to_string())?;
+        let mut f =
+            file.lock().map_err(|_| "the propose-only log is unavailable after an earlier failure".to_string())?;
         f.write_all(buf.as_bytes())
             .and_then(|_| f.sync_data())
             .map_err(|e| format!("cannot write the propose-only log {}: {e}", path.display()))

@@ -92,18 +92,11 @@ fn bench_scan(c: &mut Criterion) {
     });
     let small = build_tail(8 << 10);
     group.throughput(Throughput::Bytes(small.len() as u64));
-    group.bench_function("8KiB_tail", |b| {
-        b.iter(|| black_box(catalog.scan(black_box(&small), &ctx)))
-    });
+    group.bench_function("8KiB_tail", |b| b.iter(|| black_box(catalog.scan(black_box(&small), &ctx))));
     group.finish();
 
     // Latency of a first scan: a freshly loaded catalog (cold regex caches) on a 50-line tail.
-    let tail50: String = tail
-        .lines()
-        .skip(1000)
-        .take(50)
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let tail50: String = tail.lines().skip(1000).take(50).map(|l| format!("{l}\n")).collect();
     let mut group = c.benchmark_group("catalog_cold");
     group.sample_size(10);
     group.bench_function("first_scan_50_lines", |b| {

@@ -28,12 +28,8 @@ fn signatures(c: &mut Criterion) {
         TAILS as f64 / took.as_secs_f64(),
         groups.len()
     );
-    let mut titles: Vec<String> = tails
-        .iter()
-        .map(|t| fingerprint(t, None).summary)
-        .collect::<HashSet<_>>()
-        .into_iter()
-        .collect();
+    let mut titles: Vec<String> =
+        tails.iter().map(|t| fingerprint(t, None).summary).collect::<HashSet<_>>().into_iter().collect();
     titles.sort();
     for title in titles {
         println!("  group: {title}");

@@ -62,11 +62,15 @@ impl ServerCommand {
             }
             Client::Vscode => format!(
                 "# VS Code (Copilot agent mode): save as .vscode/mcp.json\n{}\n",
-                pretty(json!({"servers": {self.name.clone(): {"type": "stdio", "command": self.command, "args": self.args}}}))
+                pretty(
+                    json!({"servers": {self.name.clone(): {"type": "stdio", "command": self.command, "args": self.args}}})
+                )
             ),
             Client::CopilotCli => format!(
                 "# GitHub Copilot CLI: merge into ~/.copilot/mcp-config.json (or use /mcp add)\n{}\n",
-                pretty(json!({"mcpServers": {self.name.clone(): {"type": "local", "command": self.command, "args": self.args, "tools": ["*"]}}}))
+                pretty(
+                    json!({"mcpServers": {self.name.clone(): {"type": "local", "command": self.command, "args": self.args, "tools": ["*"]}}})
+                )
             ),
             Client::Codex => {
                 let args: Vec<String> = self.args.iter().map(|a| toml_string(a)).collect();
@@ -79,7 +83,9 @@ impl ServerCommand {
             }
             Client::Gemini => format!(
                 "# Gemini CLI: merge into .gemini/settings.json (project) or ~/.gemini/settings.json\n{}\n",
-                pretty(json!({"mcpServers": {self.name.clone(): {"command": self.command, "args": self.args, "trust": false}}}))
+                pretty(
+                    json!({"mcpServers": {self.name.clone(): {"command": self.command, "args": self.args, "trust": false}}})
+                )
             ),
         }
     }
@@ -102,7 +108,11 @@ mod tests {
     use super::*;
 
     fn cmd() -> ServerCommand {
-        ServerCommand { name: "triage".into(), command: "/opt/bin/triage-mcp".into(), args: vec!["--backend".into(), "dir:/data/my store".into()] }
+        ServerCommand {
+            name: "triage".into(),
+            command: "/opt/bin/triage-mcp".into(),
+            args: vec!["--backend".into(), "dir:/data/my store".into()],
+        }
     }
 
     #[test]
@@ -110,7 +120,11 @@ mod tests {
         let strip = |t: String| t.lines().filter(|l| !l.starts_with('#')).collect::<Vec<_>>().join("\n");
         let claude: serde_json::Value = serde_json::from_str(&strip(cmd().render(Client::Claude))).unwrap();
         assert_eq!(claude["mcpServers"]["triage"]["args"][1], "dir:/data/my store");
-        assert!(cmd().render(Client::Claude).contains("claude mcp add --scope project triage -- /opt/bin/triage-mcp --backend 'dir:/data/my store'"));
+        assert!(
+            cmd().render(Client::Claude).contains(
+                "claude mcp add --scope project triage -- /opt/bin/triage-mcp --backend 'dir:/data/my store'"
+            )
+        );
         let vscode: serde_json::Value = serde_json::from_str(&strip(cmd().render(Client::Vscode))).unwrap();
         assert_eq!(vscode["servers"]["triage"]["type"], "stdio");
         let copilot: serde_json::Value = serde_json::from_str(&strip(cmd().render(Client::CopilotCli))).unwrap();

@@ -25,7 +25,13 @@ const CAUSES: [&str; 12] = [
 
 /// Write a store at `root` with workflow `workflow_id` holding `jobs` pending_failed jobs
 /// spread over `causes` (at most 12) causes, each stderr `lines` lines long.
-pub fn write_store(root: &Path, workflow_id: i64, jobs: usize, causes: usize, lines: usize) -> Result<(), BackendError> {
+pub fn write_store(
+    root: &Path,
+    workflow_id: i64,
+    jobs: usize,
+    causes: usize,
+    lines: usize,
+) -> Result<(), BackendError> {
     let folder = root.join("workflows").join(workflow_id.to_string());
     let stdio = folder.join("job_stdio");
     std::fs::create_dir_all(&stdio).map_err(|e| BackendError::io(&stdio, e))?;
@@ -44,9 +50,17 @@ pub fn write_store(root: &Path, workflow_id: i64, jobs: usize, causes: usize, li
         let n = (i * 7919 % 9973).to_string();
         let mut text = String::new();
         for l in 0..lines.saturating_sub(1) {
-            text.push_str(&format!("2026-11-20 02:{:02}:{:02} INFO step {l} of job {id}: progress {}%\n", l % 60, (i + l) % 60, l * 2));
+            text.push_str(&format!(
+                "2026-11-20 02:{:02}:{:02} INFO step {l} of job {id}: progress {}%\n",
+                l % 60,
+                (i + l) % 60,
+                l * 2
+            ));
         }
-        let line = CAUSES[cause].replace("{n}", &n).replace("{r}", &(i % 64).to_string()).replace("{s}", &format!("{:02}", i % 60));
+        let line = CAUSES[cause]
+            .replace("{n}", &n)
+            .replace("{r}", &(i % 64).to_string())
+            .replace("{s}", &format!("{:02}", i % 60));
         text.push_str(&line);
         text.push('\n');
         let rel = format!("job_stdio/job_wf{workflow_id}_j{id}_r1_a1.e");
@@ -60,7 +74,12 @@ pub fn write_store(root: &Path, workflow_id: i64, jobs: usize, causes: usize, li
             attempt_id: 1,
             max_retries: None,
             depends_on: vec![],
-            resources: Resources { memory: "8g".parse().ok(), runtime: "PT2H".parse().ok(), num_cpus: Some(4), num_gpus: None },
+            resources: Resources {
+                memory: "8g".parse().ok(),
+                runtime: "PT2H".parse().ok(),
+                num_cpus: Some(4),
+                num_gpus: None,
+            },
             attempts: vec![Attempt {
                 attempt_id: 1,
                 run_id: 1,

@@ -54,10 +54,7 @@ fn load_cases(path: &Path, what: &str) -> Vec<Case> {
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l)
-                .unwrap_or_else(|e| panic!("{}:{}: bad JSON: {e}", path.display(), i + 1))
-        })
+        .map(|(i, l)| serde_json::from_str(l).unwrap_or_else(|e| panic!("{}:{}: bad JSON: {e}", path.display(), i + 1)))
         .collect();
     assert!(!cases.is_empty(), "{what} at {} is empty", path.display());
     cases
@@ -79,10 +76,7 @@ fn score(cases: &[Case], name: &str) -> Score {
     let (mut scored, mut decided) = (0usize, 0usize);
     let mut report = Vec::new();
     for case in cases {
-        let ctx = ScanContext {
-            exit_code: case.exit_code,
-            scheduler_state: None,
-        };
+        let ctx = ScanContext { exit_code: case.exit_code, scheduler_state: None };
         let h = catalog.scan(&case.stderr_tail, &ctx);
         let expected = match case.label.as_str() {
             "retry" => Verdict::Transient,
@@ -126,23 +120,10 @@ fn score(cases: &[Case], name: &str) -> Score {
         permanent_precision: ratio(permanent_ok, permanent),
         coverage: ratio(decided, scored),
     };
-    eprintln!(
-        "catalog {} on {name}: {} cases, {scored} labelled retry/fail",
-        catalog.version(),
-        cases.len()
-    );
-    eprintln!(
-        "  transient precision {:.3} ({transient_ok}/{transient})",
-        s.transient_precision
-    );
-    eprintln!(
-        "  permanent precision {:.3} ({permanent_ok}/{permanent})",
-        s.permanent_precision
-    );
-    eprintln!(
-        "  coverage            {:.3} ({decided}/{scored})",
-        s.coverage
-    );
+    eprintln!("catalog {} on {name}: {} cases, {scored} labelled retry/fail", catalog.version(), cases.len());
+    eprintln!("  transient precision {:.3} ({transient_ok}/{transient})", s.transient_precision);
+    eprintln!("  permanent precision {:.3} ({permanent_ok}/{permanent})", s.permanent_precision);
+    eprintln!("  coverage            {:.3} ({decided}/{scored})", s.coverage);
     eprintln!("  disagreements with the label (a good answer for `ambiguous` is unknown):");
     for line in &report {
         eprintln!("{line}");
@@ -151,16 +132,8 @@ fn score(cases: &[Case], name: &str) -> Score {
 }
 
 fn check(s: &Score) {
-    assert!(
-        s.transient_precision >= 0.98,
-        "transient precision {:.3} < 0.98",
-        s.transient_precision
-    );
-    assert!(
-        s.permanent_precision >= 0.98,
-        "permanent precision {:.3} < 0.98",
-        s.permanent_precision
-    );
+    assert!(s.transient_precision >= 0.98, "transient precision {:.3} < 0.98", s.transient_precision);
+    assert!(s.permanent_precision >= 0.98, "permanent precision {:.3} < 0.98", s.permanent_precision);
     assert!(s.coverage >= 0.90, "coverage {:.3} < 0.90", s.coverage);
 }
 

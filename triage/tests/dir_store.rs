@@ -6,7 +6,9 @@ mod support;
 use std::path::Path;
 
 use triage::backend::dir::DirBackend;
-use triage::backend::{AuditEvent, BackendError, Guard, JobBackend, LogStream, MoveOutcome, PageRequest, ResourceChange, TailSize};
+use triage::backend::{
+    AuditEvent, BackendError, Guard, JobBackend, LogStream, MoveOutcome, PageRequest, ResourceChange, TailSize,
+};
 use triage::model::{JobStatus, Memory};
 
 fn audit(why: &str) -> AuditEvent {
@@ -145,17 +147,38 @@ async fn log_paths_that_escape_the_folder_are_refused() {
 /// Each malformed store is refused with the file, the place and the fix; none panics.
 #[tokio::test]
 async fn malformed_stores_get_errors_naming_file_and_fix() {
-    let cases: &[(&str, &dyn Fn(&str) -> String, &[&str])] = &[
-        ("truncated", &|t| t[..t.len() / 2].to_string(), &["workflow.json:", "EOF while parsing", "triage schema store"]),
+    type Mutation<'a> = &'a dyn Fn(&str) -> String;
+    let cases: &[(&str, Mutation, &[&str])] = &[
+        (
+            "truncated",
+            &|t| t[..t.len() / 2].to_string(),
+            &["workflow.json:", "EOF while parsing", "triage schema store"],
+        ),
         ("not json", &|_| "hello".into(), &["workflow.json:1:1", "expected value"]),
-        ("unknown field", &|t| t.replacen("\"use_pending_failed\"", "\"use_pending_faild\"", 1), &["unknown field `use_pending_faild`"]),
-        ("bad status", &|t| t.replacen("\"pending_failed\"", "\"pending-failled\"", 1), &["unknown variant `pending-failled`"]),
+        (
+            "unknown field",
+            &|t| t.replacen("\"use_pending_failed\"", "\"use_pending_faild\"", 1),
+            &["unknown field `use_pending_faild`"],
+        ),
+        (
+            "bad status",
+            &|t| t.replacen("\"pending_failed\"", "\"pending-failled\"", 1),
+            &["unknown variant `pending-failled`"],
+        ),
         ("bad memory", &|t| t.replacen("\"4g\"", "\"4 bananas\"", 1), &["invalid memory `4 bananas`", "like `512m`"]),
-        ("bad runtime", &|t| t.replacen("\"PT30M\"", "\"half an hour\"", 1), &["invalid runtime `half an hour`", "PT2H"]),
+        (
+            "bad runtime",
+            &|t| t.replacen("\"PT30M\"", "\"half an hour\"", 1),
+            &["invalid runtime `half an hour`", "PT2H"],
+        ),
         ("format 2", &|t| t.replacen("\"format\": 1", "\"format\": 2", 1), &["`format` is 2"]),
         ("id mismatch", &|t| t.replacen("\"id\": 42", "\"id\": 43", 1), &["`id` is 43", "workflow 42"]),
         ("duplicate job", &|t| t.replacen("\"id\": 2,", "\"id\": 1,", 1), &["job id 1 appears twice"]),
-        ("dangling dependency", &|t| t.replacen("\"depends_on\": [\n        8\n      ]", "\"depends_on\": [\n        99\n      ]", 1), &["names job 99"]),
+        (
+            "dangling dependency",
+            &|t| t.replacen("\"depends_on\": [\n        8\n      ]", "\"depends_on\": [\n        99\n      ]", 1),
+            &["names job 99"],
+        ),
         ("empty file", &|_| String::new(), &["workflow.json:1:0", "EOF"]),
     ];
     for (name, mutate, expect) in cases {

@@ -37,13 +37,20 @@ pub struct ClassifyOut {
     pub next_steps: String,
 }
 
-pub async fn run(state: &State, args: ClassifyArgs, client: Option<String>) -> Result<rmcp::model::CallToolResult, String> {
+pub async fn run(
+    state: &State,
+    args: ClassifyArgs,
+    client: Option<String>,
+) -> Result<rmcp::model::CallToolResult, String> {
     state.check_workflow(args.workflow_id)?;
     if args.classifications.is_empty() {
         return Err("`classifications` is empty; give at least one {job_id or signature, action, reason}".into());
     }
     if args.classifications.len() > MAX_CLASSIFICATIONS {
-        return Err(format!("{} classifications in one call; send at most {MAX_CLASSIFICATIONS} (use `signature` to cover a whole group)", args.classifications.len()));
+        return Err(format!(
+            "{} classifications in one call; send at most {MAX_CLASSIFICATIONS} (use `signature` to cover a whole group)",
+            args.classifications.len()
+        ));
     }
     let dry_run = args.dry_run.unwrap_or(true);
     let mode = match (state.mode, dry_run) {

@@ -79,23 +79,11 @@ pub fn chatter_line(rng: &mut Rng, i: u64) -> String {
 
 /// The lines a job dies with: one of a dozen causes, with per-job noise.
 pub fn error_lines(rng: &mut Rng) -> Vec<String> {
-    let (job, host, rank) = (
-        4_000_000 + rng.below(100_000),
-        format!("node{:03}", rng.below(300)),
-        rng.below(8),
-    );
-    let ts = format!(
-        "2024-03-{:02}T{:02}:{:02}:{:02}",
-        1 + rng.below(28),
-        rng.below(24),
-        rng.below(60),
-        rng.below(60)
-    );
+    let (job, host, rank) = (4_000_000 + rng.below(100_000), format!("node{:03}", rng.below(300)), rng.below(8));
+    let ts = format!("2024-03-{:02}T{:02}:{:02}:{:02}", 1 + rng.below(28), rng.below(24), rng.below(60), rng.below(60));
     let tmp = format!("/tmp/job_{job}/work");
     match rng.below(12) {
-        0 => vec![format!(
-            "slurmstepd: error: *** JOB {job} ON {host} CANCELLED AT {ts} DUE TO TIME LIMIT ***"
-        )],
+        0 => vec![format!("slurmstepd: error: *** JOB {job} ON {host} CANCELLED AT {ts} DUE TO TIME LIMIT ***")],
         1 => vec![format!(
             "slurmstepd: error: Detected {} oom_kill event in StepId={job}.batch. Some of the step tasks have been OOM Killed.",
             1 + rng.below(3)
@@ -128,35 +116,19 @@ pub fn error_lines(rng: &mut Rng) -> Vec<String> {
             ),
             "RuntimeError: Connection refused".into(),
         ],
-        6 => vec![format!(
-            "FileNotFoundError: [Errno 2] No such file or directory: '/scratch/u/job_{job}/input.csv'"
-        )],
+        6 => vec![format!("FileNotFoundError: [Errno 2] No such file or directory: '/scratch/u/job_{job}/input.csv'")],
         7 => vec![
-            format!(
-                "[{host}:{}] *** Process received signal ***",
-                rng.below(100_000)
-            ),
-            format!(
-                "[{host}:{}] Signal: Segmentation fault (11)",
-                rng.below(100_000)
-            ),
-            format!(
-                "[{host}:{}] Failing at address: 0x{:x}",
-                rng.below(100_000),
-                rng.next()
-            ),
+            format!("[{host}:{}] *** Process received signal ***", rng.below(100_000)),
+            format!("[{host}:{}] Signal: Segmentation fault (11)", rng.below(100_000)),
+            format!("[{host}:{}] Failing at address: 0x{:x}", rng.below(100_000), rng.next()),
         ],
         8 => vec![format!(
             "/var/spool/slurmd/job{job}/slurm_script: line 12: {} Killed                  python train.py",
             rng.below(100_000)
         )],
         9 => vec!["socket.gaierror: [Errno -2] Name or service not known".into()],
-        10 => vec![format!(
-            "PermissionError: [Errno 13] Permission denied: '/scratch/u/job_{job}/out'"
-        )],
-        _ => vec![format!(
-            "slurmstepd: error: *** JOB {job} ON {host} CANCELLED AT {ts} ***"
-        )],
+        10 => vec![format!("PermissionError: [Errno 13] Permission denied: '/scratch/u/job_{job}/out'")],
+        _ => vec![format!("slurmstepd: error: *** JOB {job} ON {host} CANCELLED AT {ts} ***")],
     }
 }
 
@@ -164,9 +136,7 @@ pub fn error_lines(rng: &mut Rng) -> Vec<String> {
 pub fn tail_50(rng: &mut Rng) -> String {
     let errors = error_lines(rng);
     let start = rng.below(1_000_000);
-    let mut lines: Vec<String> = (0..50 - errors.len() as u64)
-        .map(|i| chatter_line(rng, start + i))
-        .collect();
+    let mut lines: Vec<String> = (0..50 - errors.len() as u64).map(|i| chatter_line(rng, start + i)).collect();
     lines.extend(errors);
     lines.join("\n") + "\n"
 }
@@ -174,30 +144,24 @@ pub fn tail_50(rng: &mut Rng) -> String {
 /// A text file of at least `size` bytes of realistic stderr, made once and kept in the system's
 /// temporary directory (set `TRIAGE_BENCH_DIR` to keep it elsewhere).
 pub fn big_stderr_file(size: u64) -> PathBuf {
-    let dir = std::env::var_os("TRIAGE_BENCH_DIR")
-        .map_or_else(|| std::env::temp_dir().join("triage-bench"), PathBuf::from);
+    let dir =
+        std::env::var_os("TRIAGE_BENCH_DIR").map_or_else(|| std::env::temp_dir().join("triage-bench"), PathBuf::from);
     let path = dir.join(format!("stderr-{size}.log"));
     if fs::metadata(&path).is_ok_and(|m| m.len() >= size) {
         return path;
     }
     fs::create_dir_all(&dir).expect("create the bench directory");
     let partial = dir.join(format!("stderr-{size}.log.partial"));
-    let mut out = BufWriter::with_capacity(
-        1 << 20,
-        fs::File::create(&partial).expect("create the bench file"),
-    );
+    let mut out = BufWriter::with_capacity(1 << 20, fs::File::create(&partial).expect("create the bench file"));
     let (mut rng, mut written, mut i) = (Rng(0xB16_F11E), 0u64, 0u64);
     while written < size {
         let line = chatter_line(&mut rng, i) + "\n";
-        out.write_all(line.as_bytes())
-            .expect("write the bench file");
+        out.write_all(line.as_bytes()).expect("write the bench file");
         written += line.len() as u64;
         i += 1;
     }
     for line in error_lines(&mut rng) {
-        out.write_all(line.as_bytes())
-            .and_then(|_| out.write_all(b"\n"))
-            .expect("write the bench file");
+        out.write_all(line.as_bytes()).and_then(|_| out.write_all(b"\n")).expect("write the bench file");
     }
     out.flush().expect("write the bench file");
     drop(out);

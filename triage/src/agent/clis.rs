@@ -28,8 +28,14 @@ pub struct Invocation {
 }
 
 /// Run agent `kind` once (attempt `n`) and return what it proposed.
-pub async fn run_once(kind: AgentKind, setup: &AgentSetup, n: u32, proposals_file: &Path) -> Result<BTreeMap<i64, Proposal>, AgentFailure> {
-    let files = write_files(setup).map_err(|e| AgentFailure::Crashed(format!("cannot write the agent's files: {e}")))?;
+pub async fn run_once(
+    kind: AgentKind,
+    setup: &AgentSetup,
+    n: u32,
+    proposals_file: &Path,
+) -> Result<BTreeMap<i64, Proposal>, AgentFailure> {
+    let files =
+        write_files(setup).map_err(|e| AgentFailure::Crashed(format!("cannot write the agent's files: {e}")))?;
     let inv = invocation(kind, setup, &files)?;
     let name = format!("{}-{n}", kind.as_str());
     let finished = process::run(&inv, &setup.work_dir, &name, setup.timeout)
@@ -38,7 +44,11 @@ pub async fn run_once(kind: AgentKind, setup: &AgentSetup, n: u32, proposals_fil
     judge(kind, &finished, setup.timeout.as_secs())?;
     let (found, bad) = proposals::read(proposals_file);
     if found.is_empty() {
-        return Err(if bad > 0 { AgentFailure::Reported(format!("{bad} unreadable proposal records")) } else { AgentFailure::NoProposals });
+        return Err(if bad > 0 {
+            AgentFailure::Reported(format!("{bad} unreadable proposal records"))
+        } else {
+            AgentFailure::NoProposals
+        });
     }
     Ok(found)
 }
@@ -78,9 +88,13 @@ pub fn invocation(kind: AgentKind, setup: &AgentSetup, files: &AgentFiles) -> Re
             .ok_or_else(|| AgentFailure::InvalidRequest("--agent command needs --agent-cmd CMD".into()))?;
         return Ok(Invocation { program: "sh".into(), args: vec!["-c".into(), cmd], env, stdin: None, cwd: None });
     }
-    let bin = kind.binary().ok_or_else(|| AgentFailure::InvalidRequest(format!("`{}` is not an agent CLI", kind.as_str())))?;
+    let bin = kind
+        .binary()
+        .ok_or_else(|| AgentFailure::InvalidRequest(format!("`{}` is not an agent CLI", kind.as_str())))?;
     let program = find_on_path(bin)
-        .ok_or_else(|| AgentFailure::NotInstalled(format!("`{bin}` is not on PATH; install it or choose another --agent")))?
+        .ok_or_else(|| {
+            AgentFailure::NotInstalled(format!("`{bin}` is not on PATH; install it or choose another --agent"))
+        })?
         .display()
         .to_string();
     let mut inv = cli_invocation(kind, setup, files)?;
@@ -115,7 +129,8 @@ fn cli_invocation(kind: AgentKind, setup: &AgentSetup, files: &AgentFiles) -> Re
             let config = setup.work_dir.join("copilot-mcp-config.json");
             let body = serde_json::json!({"mcpServers": {"triage": {
                 "type": "local", "command": setup.mcp_command, "args": setup.mcp_args, "tools": ["*"]}}});
-            std::fs::write(&config, body.to_string()).map_err(|e| AgentFailure::Crashed(format!("cannot write {}: {e}", config.display())))?;
+            std::fs::write(&config, body.to_string())
+                .map_err(|e| AgentFailure::Crashed(format!("cannot write {}: {e}", config.display())))?;
             let available: Vec<String> = TOOLS.iter().map(|t| format!("triage-{t}")).collect();
             let allow: Vec<String> = TOOLS.iter().map(|t| format!("triage({t})")).collect();
             vec![
@@ -137,13 +152,33 @@ fn cli_invocation(kind: AgentKind, setup: &AgentSetup, files: &AgentFiles) -> Re
             let mcp_args: Vec<String> = setup.mcp_args.iter().map(|a| toml_str(a)).collect();
             let tools: Vec<String> = TOOLS.iter().map(|t| toml_str(t)).collect();
             let mut a = strings(&[
-                "exec", "--json", "--skip-git-repo-check", "--ephemeral", "--ignore-user-config", "--ignore-rules",
-                "--sandbox", "read-only", "--disable", "unbounded_connection_retries",
+                "exec",
+                "--json",
+                "--skip-git-repo-check",
+                "--ephemeral",
+                "--ignore-user-config",
+                "--ignore-rules",
+                "--sandbox",
+                "read-only",
+                "--disable",
+                "unbounded_connection_retries",
             ]);
             // Every built-in tool off: the model sees the triage tools only.
             for feature in [
-                "shell_tool", "unified_exec", "multi_agent", "view_image", "apps", "plugins", "image_generation",
-                "browser_use", "computer_use", "sleep_tool", "tool_suggest", "hooks", "skill_mcp_dependency_install", "goals",
+                "shell_tool",
+                "unified_exec",
+                "multi_agent",
+                "view_image",
+                "apps",
+                "plugins",
+                "image_generation",
+                "browser_use",
+                "computer_use",
+                "sleep_tool",
+                "tool_suggest",
+                "hooks",
+                "skill_mcp_dependency_install",
+                "goals",
             ] {
                 a.extend(["--disable".into(), feature.into()]);
             }
@@ -195,7 +230,13 @@ fn cli_invocation(kind: AgentKind, setup: &AgentSetup, files: &AgentFiles) -> Re
     } else {
         args.extend(setup.extra_args.iter().cloned());
     }
-    Ok(Invocation { program: String::new(), args, env, stdin: Some(files.prompt.clone()), cwd: Some(setup.work_dir.clone()) })
+    Ok(Invocation {
+        program: String::new(),
+        args,
+        env,
+        stdin: Some(files.prompt.clone()),
+        cwd: Some(setup.work_dir.clone()),
+    })
 }
 
 /// The first folder at or above `dir` that is group- or world-writable (Gemini CLI refuses
@@ -223,7 +264,8 @@ pub fn judge(kind: AgentKind, f: &Finished, timeout_secs: u64) -> Result<(), Age
         Exit::Exited(code) => {
             let text = format!("{stderr}\n{stdout}");
             let status = code.map(|c| c.to_string()).unwrap_or_else(|| "killed by a signal".into());
-            Err(classify_text(&text).unwrap_or_else(|| AgentFailure::Crashed(format!("{status}: {}", last_line(&text)))))
+            Err(classify_text(&text)
+                .unwrap_or_else(|| AgentFailure::Crashed(format!("{status}: {}", last_line(&text)))))
         }
         Exit::TimedOut => Err(AgentFailure::Timeout(timeout_secs)),
     }
@@ -232,7 +274,10 @@ pub fn judge(kind: AgentKind, f: &Finished, timeout_secs: u64) -> Result<(), Age
 /// An error the agent reported in its machine-readable output, even with exit status 0.
 fn reported_error(kind: AgentKind, stdout: &str, stderr: &str) -> Option<String> {
     let objects = |text: &str| -> Vec<serde_json::Value> {
-        text.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok()).filter(|v| v.is_object()).collect()
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
+            .filter(|v| v.is_object())
+            .collect()
     };
     let str_at = |v: &serde_json::Value, path: &[&str]| -> Option<String> {
         path.iter().try_fold(v, |v, k| v.get(*k)).and_then(|x| x.as_str()).map(str::to_string)
@@ -241,8 +286,9 @@ fn reported_error(kind: AgentKind, stdout: &str, stderr: &str) -> Option<String>
         // `--output-format json`: one result object; `is_error: true` marks a failed run
         // (its `subtype` says "success" even then).
         AgentKind::Claude => objects(stdout).into_iter().rev().find_map(|v| {
-            (v.get("is_error").and_then(|b| b.as_bool()) == Some(true))
-                .then(|| str_at(&v, &["result"]).or_else(|| str_at(&v, &["subtype"])).unwrap_or_else(|| "is_error: true".into()))
+            (v.get("is_error").and_then(|b| b.as_bool()) == Some(true)).then(|| {
+                str_at(&v, &["result"]).or_else(|| str_at(&v, &["subtype"])).unwrap_or_else(|| "is_error: true".into())
+            })
         }),
         // JSONL events: `session.error` carries the message; `result.exitCode` the status.
         AgentKind::Copilot => objects(stdout).into_iter().find_map(|v| {
@@ -255,9 +301,10 @@ fn reported_error(kind: AgentKind, stdout: &str, stderr: &str) -> Option<String>
                 .then(|| str_at(&v, &["error", "message"]).unwrap_or_else(|| "turn.failed".into()))
         }),
         // A JSON object with `error` on stderr.
-        AgentKind::Gemini => objects(stderr).into_iter().chain(objects(stdout)).find_map(|v| {
-            v.get("error").map(|e| str_at(e, &["message"]).unwrap_or_else(|| e.to_string()))
-        }),
+        AgentKind::Gemini => objects(stderr)
+            .into_iter()
+            .chain(objects(stdout))
+            .find_map(|v| v.get("error").map(|e| str_at(e, &["message"]).unwrap_or_else(|| e.to_string()))),
         _ => None,
     }
 }
@@ -268,13 +315,49 @@ fn classify_text(text: &str) -> Option<AgentFailure> {
     let t = text.to_ascii_lowercase();
     let line = last_line(text);
     let any = |words: &[&str]| words.iter().any(|w| t.contains(w));
-    if any(&["invalid api key", "api key", "unauthorized", "401", "not logged in", "please run /login", "authentication", "credentials", "forbidden", "403"]) {
+    if any(&[
+        "invalid api key",
+        "api key",
+        "unauthorized",
+        "401",
+        "not logged in",
+        "please run /login",
+        "authentication",
+        "credentials",
+        "forbidden",
+        "403",
+    ]) {
         return Some(AgentFailure::Auth(line));
     }
-    if any(&["unknown option", "unknown argument", "unexpected argument", "invalid value", "prompt is too long", "context length", "context window", "invalid_request"]) {
+    if any(&[
+        "unknown option",
+        "unknown argument",
+        "unexpected argument",
+        "invalid value",
+        "prompt is too long",
+        "context length",
+        "context window",
+        "invalid_request",
+    ]) {
         return Some(AgentFailure::InvalidRequest(line));
     }
-    if any(&["econnrefused", "connection refused", "enotfound", "getaddrinfo", "network", "timed out", "etimedout", "fetch failed", "socket hang up", "503", "502", "529", "overloaded", "rate limit", "429"]) {
+    if any(&[
+        "econnrefused",
+        "connection refused",
+        "enotfound",
+        "getaddrinfo",
+        "network",
+        "timed out",
+        "etimedout",
+        "fetch failed",
+        "socket hang up",
+        "503",
+        "502",
+        "529",
+        "overloaded",
+        "rate limit",
+        "429",
+    ]) {
         return Some(AgentFailure::Network(line));
     }
     None

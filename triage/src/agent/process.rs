@@ -119,7 +119,14 @@ mod tests {
     #[tokio::test]
     async fn output_is_captured_to_files() {
         let tmp = tempfile::tempdir().unwrap();
-        let f = run(&sh("echo out; echo err >&2; exit $X", vec![("X".into(), "3".into())]), tmp.path(), "a", Duration::from_secs(10)).await.unwrap();
+        let f = run(
+            &sh("echo out; echo err >&2; exit $X", vec![("X".into(), "3".into())]),
+            tmp.path(),
+            "a",
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
         assert_eq!(f.exit, Exit::Exited(Some(3)));
         assert_eq!(f.stdout_text(100), "out\n");
         assert_eq!(f.stderr_text(100), "err\n");

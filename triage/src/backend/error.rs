@@ -5,7 +5,9 @@ use std::path::PathBuf;
 /// An error from a backend. Every message names the input and the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
-    #[error("backend spec `{spec}` is not valid: {why}; use `dir:PATH` (a directory store) or `torc:URL` (a Torc server's API, e.g. torc:http://127.0.0.1:8080/torc-service/v1)")]
+    #[error(
+        "backend spec `{spec}` is not valid: {why}; use `dir:PATH` (a directory store) or `torc:URL` (a Torc server's API, e.g. torc:http://127.0.0.1:8080/torc-service/v1)"
+    )]
     BadSpec { spec: String, why: String },
 
     #[error("no directory store at {}: {why}. Name a store with `--backend dir:PATH` (or TRIAGE_BACKEND), or create the demo one with `cp -r fixtures/demo triage-store` in the triage repository", path.display())]
@@ -14,7 +16,9 @@ pub enum BackendError {
     #[error("workflow {workflow_id} not found in {backend}; list the workflows there ({hint})")]
     WorkflowNotFound { backend: String, workflow_id: i64, hint: String },
 
-    #[error("job {job_id} not found in workflow {workflow_id}; check the id with `list_pending_failed_jobs` or `triage run --dry-run`")]
+    #[error(
+        "job {job_id} not found in workflow {workflow_id}; check the id with `list_pending_failed_jobs` or `triage run --dry-run`"
+    )]
     JobNotFound { workflow_id: i64, job_id: i64 },
 
     #[error("job {job_id} has no record of attempt {attempt}; recorded attempts: {known}")]

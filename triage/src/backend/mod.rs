@@ -20,8 +20,7 @@ use async_trait::async_trait;
 pub use error::BackendError;
 pub use spec::{BackendSpec, SpecSource, open_backend};
 pub use types::{
-    AuditEvent, Guard, JobPage, LogStream, LogTail, MoveOutcome, PageRequest, ResourceChange,
-    TailSize, WorkflowInfo,
+    AuditEvent, Guard, JobPage, LogStream, LogTail, MoveOutcome, PageRequest, ResourceChange, TailSize, WorkflowInfo,
 };
 
 use crate::model::{Job, JobStatus};
@@ -90,9 +89,8 @@ pub trait JobBackend: Send + Sync {
         let mut jobs = Vec::new();
         let mut offset = 0;
         loop {
-            let page = self
-                .list_jobs(workflow_id, status, PageRequest { offset, limit: PageRequest::MAX_LIMIT })
-                .await?;
+            let page =
+                self.list_jobs(workflow_id, status, PageRequest { offset, limit: PageRequest::MAX_LIMIT }).await?;
             jobs.extend(page.jobs);
             match page.next_offset {
                 Some(next) if next > offset => offset = next,

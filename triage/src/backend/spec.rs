@@ -94,10 +94,9 @@ pub fn open_backend(spec: &BackendSpec, source: SpecSource) -> Result<Arc<dyn Jo
     match spec {
         BackendSpec::Dir(path) => {
             let backend = DirBackend::open(path).map_err(|e| match e {
-                BackendError::StoreMissing { path, why } => BackendError::StoreMissing {
-                    path,
-                    why: format!("{why} (store path {})", source.describe()),
-                },
+                BackendError::StoreMissing { path, why } => {
+                    BackendError::StoreMissing { path, why: format!("{why} (store path {})", source.describe()) }
+                }
                 other => other,
             })?;
             Ok(Arc::new(backend))
@@ -119,8 +118,11 @@ mod tests {
             move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
         };
         let all = env(&[("TRIAGE_BACKEND", "dir:/b"), ("TORC_API_URL", "http://h:1/torc-service/v1")]);
-        assert_eq!(BackendSpec::resolve_with(Some("dir:/a"), &all).unwrap(), (BackendSpec::Dir("/a".into()), SpecSource::Flag));
-        assert_eq!(BackendSpec::resolve_with(None, &all).unwrap().1, SpecSource::TriageBackendEnv);
+        assert_eq!(
+            BackendSpec::resolve_with(Some("dir:/a"), all).unwrap(),
+            (BackendSpec::Dir("/a".into()), SpecSource::Flag)
+        );
+        assert_eq!(BackendSpec::resolve_with(None, all).unwrap().1, SpecSource::TriageBackendEnv);
         let torc = env(&[("TORC_API_URL", "http://h:1/torc-service/v1/")]);
         assert_eq!(
             BackendSpec::resolve_with(None, torc).unwrap(),

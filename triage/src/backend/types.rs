@@ -136,7 +136,12 @@ pub struct AuditEvent {
 
 impl AuditEvent {
     /// An event stamped now.
-    pub fn now(who: impl Into<String>, what: impl Into<String>, job_id: Option<i64>, why: impl Into<String>) -> AuditEvent {
+    pub fn now(
+        who: impl Into<String>,
+        what: impl Into<String>,
+        job_id: Option<i64>,
+        why: impl Into<String>,
+    ) -> AuditEvent {
         AuditEvent {
             when: Timestamp::now(),
             who: who.into(),

@@ -53,10 +53,7 @@ mod tests {
     #[test]
     fn strips_osc_titles_charsets_and_8bit_csi() {
         assert_eq!(strip_ansi("\x1b]0;title\x07done"), "done");
-        assert_eq!(
-            strip_ansi("\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\"),
-            "link"
-        );
+        assert_eq!(strip_ansi("\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\"), "link");
         assert_eq!(strip_ansi("\x1b(Bplain\x1b=x"), "plainx");
         assert_eq!(strip_ansi("\u{9b}32mgreen\u{9b}0m"), "green");
         assert_eq!(strip_ansi("\x1b[2K\rprogress 50%"), "\rprogress 50%");
@@ -69,10 +66,7 @@ mod tests {
 
     #[test]
     fn unterminated_sequences_do_not_eat_the_next_line() {
-        assert_eq!(
-            strip_ansi("a\x1b]0;title\nKeyError: 'x'"),
-            "a\nKeyError: 'x'"
-        );
+        assert_eq!(strip_ansi("a\x1b]0;title\nKeyError: 'x'"), "a\nKeyError: 'x'");
         assert_eq!(strip_ansi("trailing \x1b"), "trailing ");
         assert!(!strip_ansi("\x1b[").contains('\x1b'));
     }

@@ -133,23 +133,13 @@ impl Origin {
             "strategy" => format!(" (one of: {STRATEGIES})"),
             _ => String::new(),
         };
-        CatalogError::MissingField {
-            file: self.file.clone(),
-            line: self.line,
-            id: self.id.clone(),
-            field,
-            valid,
-        }
+        CatalogError::MissingField { file: self.file.clone(), line: self.line, id: self.id.clone(), field, valid }
     }
 }
 
 /// Whether `id` is a usable entry id.
 pub(crate) fn valid_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 100
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    !id.is_empty() && id.len() <= 100 && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 impl RawEntry {
@@ -165,18 +155,13 @@ impl RawEntry {
         };
         let strategy = match self.strategy.as_deref() {
             None => None,
-            Some(v) => {
-                Some(parse_enum(v).ok_or_else(|| origin.unknown("strategy", v, STRATEGIES))?)
-            }
+            Some(v) => Some(parse_enum(v).ok_or_else(|| origin.unknown("strategy", v, STRATEGIES))?),
         };
         let scheduler_states = match self.scheduler_states {
             None => None,
             Some(list) => Some(
                 list.iter()
-                    .map(|s| {
-                        SchedulerState::from_str(s)
-                            .map_err(|_| origin.unknown("scheduler state", s, STATES))
-                    })
+                    .map(|s| SchedulerState::from_str(s).map_err(|_| origin.unknown("scheduler state", s, STATES)))
                     .collect::<Result<Vec<_>, _>>()?,
             ),
         };
@@ -199,16 +184,15 @@ impl RawEntry {
 /// Compile one pattern alone (with the set's semantics), to blame a bad regex on the file and
 /// entry that wrote it, or to check an entry's examples against its own patterns.
 pub(crate) fn compile_one(pattern: &str, origin: &Origin) -> Result<regex::Regex, CatalogError> {
-    regex::RegexBuilder::new(pattern)
-        .size_limit(super::scan::REGEX_SIZE_LIMIT)
-        .build()
-        .map_err(|e| CatalogError::BadRegex {
+    regex::RegexBuilder::new(pattern).size_limit(super::scan::REGEX_SIZE_LIMIT).build().map_err(|e| {
+        CatalogError::BadRegex {
             file: origin.file.clone(),
             line: origin.line,
             id: origin.id.clone(),
             pattern: pattern.to_string(),
             error: e.to_string(),
-        })
+        }
+    })
 }
 
 impl Patch {

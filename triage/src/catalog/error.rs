@@ -27,12 +27,7 @@ pub enum CatalogError {
         "{}:{line}:{column}: invalid catalog: {message}; fix: correct the TOML there (a catalog is `version = \"YYYY.MM.N\"` then [[entry]] tables with id, class, category, patterns, action, strategy, hint)",
         file.display()
     )]
-    Syntax {
-        file: PathBuf,
-        line: usize,
-        column: usize,
-        message: String,
-    },
+    Syntax { file: PathBuf, line: usize, column: usize, message: String },
 
     /// The top-level `version` string is missing or empty.
     #[error(
@@ -46,23 +41,14 @@ pub enum CatalogError {
         "{}:{line}: entry id {id:?} is not valid; fix: use only letters, digits, '-', '_' or '.' (e.g. \"my-network-error\")",
         file.display()
     )]
-    InvalidId {
-        file: PathBuf,
-        line: usize,
-        id: String,
-    },
+    InvalidId { file: PathBuf, line: usize, id: String },
 
     /// The same id appears twice in one file.
     #[error(
         "{}:{line}: entry `{id}` is defined twice in this file (first at line {first_line}); fix: merge the two [[entry]] tables or rename one of them",
         file.display()
     )]
-    DuplicateId {
-        file: PathBuf,
-        line: usize,
-        first_line: usize,
-        id: String,
-    },
+    DuplicateId { file: PathBuf, line: usize, first_line: usize, id: String },
 
     /// A required field is missing (after merging with earlier catalogs).
     #[error(
@@ -83,86 +69,49 @@ pub enum CatalogError {
         "{}:{line}: entry `{id}` has {field} {value:?}, which is not one of: {valid}; fix: use one of those",
         file.display()
     )]
-    UnknownValue {
-        file: PathBuf,
-        line: usize,
-        id: String,
-        field: &'static str,
-        value: String,
-        valid: String,
-    },
+    UnknownValue { file: PathBuf, line: usize, id: String, field: &'static str, value: String, valid: String },
 
     /// The entry could never match: no patterns, no exit codes, no scheduler states.
     #[error(
         "{}:{line}: entry `{id}` matches nothing: it has no `patterns`, `exit_codes` or `scheduler_states`; fix: give at least one of them (or `disabled = true` to remove the entry)",
         file.display()
     )]
-    NoMatcher {
-        file: PathBuf,
-        line: usize,
-        id: String,
-    },
+    NoMatcher { file: PathBuf, line: usize, id: String },
 
     /// A pattern is not a valid regex.
     #[error(
         "{}:{line}: entry `{id}` has an invalid regex {pattern:?}: {error}; fix: correct the pattern (Rust regex syntax, no look-around; in TOML prefer '...' literal strings so backslashes stay as written)",
         file.display()
     )]
-    BadRegex {
-        file: PathBuf,
-        line: usize,
-        id: String,
-        pattern: String,
-        error: String,
-    },
+    BadRegex { file: PathBuf, line: usize, id: String, pattern: String, error: String },
 
     /// A pattern matches the empty line, so it would match every line of every log.
     #[error(
         "{}:{line}: entry `{id}` has pattern {pattern:?}, which matches an empty line and so every line; fix: make it require some text",
         file.display()
     )]
-    MatchesEverything {
-        file: PathBuf,
-        line: usize,
-        id: String,
-        pattern: String,
-    },
+    MatchesEverything { file: PathBuf, line: usize, id: String, pattern: String },
 
     /// One of the entry's `examples` is matched by none of its patterns.
     #[error(
         "{}:{line}: entry `{id}`: example {example:?} is matched by none of its patterns; fix: correct the patterns or the example",
         file.display()
     )]
-    ExampleNotMatched {
-        file: PathBuf,
-        line: usize,
-        id: String,
-        example: String,
-    },
+    ExampleNotMatched { file: PathBuf, line: usize, id: String, example: String },
 
     /// One of the entry's `counter_examples` is matched by one of its patterns.
     #[error(
         "{}:{line}: entry `{id}`: counter-example {example:?} is matched by pattern {pattern:?}; fix: make that pattern stricter or drop the counter-example",
         file.display()
     )]
-    CounterExampleMatched {
-        file: PathBuf,
-        line: usize,
-        id: String,
-        example: String,
-        pattern: String,
-    },
+    CounterExampleMatched { file: PathBuf, line: usize, id: String, example: String, pattern: String },
 
     /// `disabled = true` on an id that no earlier catalog defines.
     #[error(
         "{}:{line}: `disabled = true` names entry `{id}`, which no earlier catalog defines; fix: check the id against the built-in list (`triage hints --list`) or remove this entry",
         file.display()
     )]
-    UnknownDisabled {
-        file: PathBuf,
-        line: usize,
-        id: String,
-    },
+    UnknownDisabled { file: PathBuf, line: usize, id: String },
 
     /// The patterns together are too large to compile into one set.
     #[error(

@@ -25,10 +25,7 @@ pub struct ScanContext {
 impl ScanContext {
     /// A context with only an exit code.
     pub fn exit_code(code: i64) -> ScanContext {
-        ScanContext {
-            exit_code: Some(code),
-            scheduler_state: None,
-        }
+        ScanContext { exit_code: Some(code), scheduler_state: None }
     }
 
     /// The context of a finished attempt: its scheduler state, and its exit code, as 128+N
@@ -39,18 +36,12 @@ impl ScanContext {
             Some(sig) if sig > 0 => 128 + i64::from(sig),
             _ => attempt.return_code,
         };
-        ScanContext {
-            exit_code: Some(exit_code),
-            scheduler_state: attempt.scheduler_state,
-        }
+        ScanContext { exit_code: Some(exit_code), scheduler_state: attempt.scheduler_state }
     }
 
     /// A context with only a scheduler state.
     pub fn scheduler_state(state: SchedulerState) -> ScanContext {
-        ScanContext {
-            exit_code: None,
-            scheduler_state: Some(state),
-        }
+        ScanContext { exit_code: None, scheduler_state: Some(state) }
     }
 }
 

@@ -57,21 +57,11 @@ impl Merger {
     pub fn add(&mut self, file: &Path, text: &str, check: bool) -> Result<(), CatalogError> {
         let raw: RawFile = toml::from_str(text).map_err(|e| {
             let (line, column) = e.span().map_or((1, 1), |s| line_col(text, s.start));
-            CatalogError::Syntax {
-                file: file.to_path_buf(),
-                line,
-                column,
-                message: e.message().trim().to_string(),
-            }
+            CatalogError::Syntax { file: file.to_path_buf(), line, column, message: e.message().trim().to_string() }
         })?;
-        let version = raw
-            .version
-            .map(|v| v.trim().to_string())
-            .unwrap_or_default();
+        let version = raw.version.map(|v| v.trim().to_string()).unwrap_or_default();
         if version.is_empty() {
-            return Err(CatalogError::MissingVersion {
-                file: file.to_path_buf(),
-            });
+            return Err(CatalogError::MissingVersion { file: file.to_path_buf() });
         }
         self.versions.push(version);
 
@@ -80,25 +70,12 @@ impl Merger {
             let (line, _) = line_col(text, spanned.span().start);
             let raw_entry = spanned.into_inner();
             let id = raw_entry.id.trim().to_string();
-            let origin = Origin {
-                file: file.to_path_buf(),
-                line,
-                id: id.clone(),
-            };
+            let origin = Origin { file: file.to_path_buf(), line, id: id.clone() };
             if !valid_id(&id) {
-                return Err(CatalogError::InvalidId {
-                    file: file.to_path_buf(),
-                    line,
-                    id,
-                });
+                return Err(CatalogError::InvalidId { file: file.to_path_buf(), line, id });
             }
             if let Some(&first_line) = seen.get(&id) {
-                return Err(CatalogError::DuplicateId {
-                    file: file.to_path_buf(),
-                    line,
-                    first_line,
-                    id,
-                });
+                return Err(CatalogError::DuplicateId { file: file.to_path_buf(), line, first_line, id });
             }
             seen.insert(id.clone(), line);
 
@@ -108,11 +85,7 @@ impl Merger {
             match self.index.get(&id).copied() {
                 Some(i) if disabled => self.slots[i].removed = true,
                 None if disabled => {
-                    return Err(CatalogError::UnknownDisabled {
-                        file: file.to_path_buf(),
-                        line,
-                        id,
-                    });
+                    return Err(CatalogError::UnknownDisabled { file: file.to_path_buf(), line, id });
                 }
                 Some(i) => {
                     let slot = &mut self.slots[i];
@@ -131,13 +104,7 @@ impl Merger {
                 }
                 None => {
                     self.index.insert(id, self.slots.len());
-                    self.slots.push(Slot {
-                        patch,
-                        patterns_origin: origin.clone(),
-                        origin,
-                        removed: false,
-                        check,
-                    });
+                    self.slots.push(Slot { patch, patterns_origin: origin.clone(), origin, removed: false, check });
                 }
             }
         }
@@ -189,24 +156,14 @@ fn blame_set_error(entries: &[Entry], slots: &[Slot], error: String) -> CatalogE
         }
     }
     CatalogError::TooLarge {
-        file: slots
-            .last()
-            .map_or_else(|| PathBuf::from(BUILTIN_NAME), |s| s.origin.file.clone()),
+        file: slots.last().map_or_else(|| PathBuf::from(BUILTIN_NAME), |s| s.origin.file.clone()),
         error,
     }
 }
 
 /// Every example must match one of the entry's patterns; no counter-example may.
-fn check_examples(
-    entry: &Entry,
-    origin: &Origin,
-    patterns_origin: &Origin,
-) -> Result<(), CatalogError> {
-    let compiled = entry
-        .patterns
-        .iter()
-        .map(|p| compile_one(p, patterns_origin))
-        .collect::<Result<Vec<_>, _>>()?;
+fn check_examples(entry: &Entry, origin: &Origin, patterns_origin: &Origin) -> Result<(), CatalogError> {
+    let compiled = entry.patterns.iter().map(|p| compile_one(p, patterns_origin)).collect::<Result<Vec<_>, _>>()?;
     for example in &entry.examples {
         if !compiled.iter().any(|re| re.is_match(example)) {
             return Err(CatalogError::ExampleNotMatched {

@@ -77,8 +77,7 @@ struct Inner {
 }
 
 /// The embedded catalog, loaded once per process.
-static BUILTIN: LazyLock<Result<Catalog, CatalogError>> =
-    LazyLock::new(|| Catalog::from_sources(&[]));
+static BUILTIN: LazyLock<Result<Catalog, CatalogError>> = LazyLock::new(|| Catalog::from_sources(&[]));
 
 impl Catalog {
     /// The embedded default catalog.
@@ -104,10 +103,8 @@ impl Catalog {
         }
         let mut texts = Vec::with_capacity(extra.len());
         for file in extra {
-            let text = std::fs::read_to_string(file).map_err(|source| CatalogError::Read {
-                file: file.clone(),
-                source,
-            })?;
+            let text =
+                std::fs::read_to_string(file).map_err(|source| CatalogError::Read { file: file.clone(), source })?;
             texts.push((file.clone(), text));
         }
         Catalog::from_sources(&texts)
@@ -121,13 +118,7 @@ impl Catalog {
             merger.add(file, text, true)?;
         }
         let (version, entries, matcher) = merger.finish()?;
-        Ok(Catalog {
-            inner: Arc::new(Inner {
-                version,
-                entries,
-                matcher,
-            }),
-        })
+        Ok(Catalog { inner: Arc::new(Inner { version, entries, matcher }) })
     }
 
     /// The catalog's version, e.g. `2026.11.1`, or `2026.11.1+user` when user files were

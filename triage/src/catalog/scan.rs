@@ -49,11 +49,7 @@ impl Matcher {
 
     /// (entry index, pattern index) of every pattern that matches the empty line.
     pub fn matching_empty_line(&self) -> Vec<(usize, usize)> {
-        self.set
-            .matches("")
-            .iter()
-            .filter_map(|i| self.owner.get(i).copied())
-            .collect()
+        self.set.matches("").iter().filter_map(|i| self.owner.get(i).copied()).collect()
     }
 
     /// Indices (within the entry) of the patterns of entry `entry` that match `line`.
@@ -71,14 +67,9 @@ impl Matcher {
 
 /// What the exit code or scheduler state says about `entry`, if it lists either.
 fn context_agreement(entry: &Entry, ctx: &ScanContext) -> (Option<String>, Option<String>) {
-    let state = ctx
-        .scheduler_state
-        .filter(|s| entry.scheduler_states.contains(s))
-        .map(|s| format!("scheduler state {s}"));
-    let code = ctx
-        .exit_code
-        .filter(|c| entry.exit_codes.contains(c))
-        .map(|c| format!("exit code {c}"));
+    let state =
+        ctx.scheduler_state.filter(|s| entry.scheduler_states.contains(s)).map(|s| format!("scheduler state {s}"));
+    let code = ctx.exit_code.filter(|c| entry.exit_codes.contains(c)).map(|c| format!("exit code {c}"));
     (state, code)
 }
 
@@ -126,35 +117,19 @@ pub(crate) fn scan(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &ScanC
         let entry_hits = hits.get(e).map_or(&[][..], Vec::as_slice);
         if let Some(&(last, _)) = entry_hits.last() {
             let confirmed_by = state.or(code);
-            let basis = if confirmed_by.is_some() {
-                Basis::TextConfirmed
-            } else {
-                Basis::TextOnly
-            };
+            let basis = if confirmed_by.is_some() { Basis::TextConfirmed } else { Basis::TextOnly };
             for &(n, t) in entry_hits {
-                let cand = Candidate {
-                    entry: e,
-                    line: n,
-                    basis,
-                };
+                let cand = Candidate { entry: e, line: n, basis };
                 listed.push((cand, record(n, excerpt(t), confirmed_by.clone())));
             }
-            candidates.push(Candidate {
-                entry: e,
-                line: last,
-                basis,
-            });
+            candidates.push(Candidate { entry: e, line: last, basis });
         } else if entry.patterns.is_empty() {
             let (basis, what) = match (state, code) {
                 (Some(s), _) => (Basis::StateOnly, s),
                 (None, Some(c)) => (Basis::ExitCodeOnly, c),
                 (None, None) => continue,
             };
-            let cand = Candidate {
-                entry: e,
-                line: 0,
-                basis,
-            };
+            let cand = Candidate { entry: e, line: 0, basis };
             listed.push((cand.clone(), record(0, what, None)));
             candidates.push(cand);
         }
@@ -166,10 +141,7 @@ pub(crate) fn scan(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &ScanC
     let Some(entry) = entries.get(best.entry) else {
         return Hints::unknown();
     };
-    let evidence = listed
-        .iter()
-        .find(|(c, _)| c.entry == best.entry && c.line == best.line)
-        .map(|(_, m)| m.clone());
+    let evidence = listed.iter().find(|(c, _)| c.entry == best.entry && c.line == best.line).map(|(_, m)| m.clone());
     Hints {
         verdict: entry.class.verdict(),
         category: Some(entry.category.clone()),

@@ -47,10 +47,7 @@ fn every_builtin_example_and_pattern_checks_out() {
         }
         for (p, u) in used.iter().enumerate() {
             if !u {
-                problems.push(format!(
-                    "{}: pattern without an example: {}",
-                    e.id, e.patterns[p]
-                ));
+                problems.push(format!("{}: pattern without an example: {}", e.id, e.patterns[p]));
             }
         }
     }
@@ -63,26 +60,13 @@ fn ids_are_unique_and_hints_are_sentences() {
     let mut ids = std::collections::HashSet::new();
     for e in c.entries() {
         assert!(ids.insert(e.id.as_str()), "duplicate {}", e.id);
-        assert!(
-            e.hint.ends_with('.') && e.hint.len() > 40,
-            "{}: {}",
-            e.id,
-            e.hint
-        );
+        assert!(e.hint.ends_with('.') && e.hint.len() > 40, "{}: {}", e.id, e.hint);
         let decisive = matches!(e.class, EntryClass::Transient | EntryClass::Permanent);
         if e.class == EntryClass::Permanent {
-            assert!(
-                matches!(e.action, SuggestedAction::Fail | SuggestedAction::Escalate),
-                "{}",
-                e.id
-            );
+            assert!(matches!(e.action, SuggestedAction::Fail | SuggestedAction::Escalate), "{}", e.id);
         }
         if e.class == EntryClass::Transient {
-            assert!(
-                e.action.action() == Some(crate::model::Action::Retry),
-                "{}",
-                e.id
-            );
+            assert!(e.action.action() == Some(crate::model::Action::Retry), "{}", e.id);
         }
         let _ = decisive;
     }
@@ -142,10 +126,7 @@ fn state_only_and_exit_code_only_entries() {
     let m = h.evidence.expect("evidence");
     assert_eq!((m.line, m.text.as_str()), (0, "scheduler state PREEMPTED"));
 
-    let h = c.scan(
-        "",
-        &ScanContext::scheduler_state(SchedulerState::OutOfMemory),
-    );
+    let h = c.scan("", &ScanContext::scheduler_state(SchedulerState::OutOfMemory));
     assert_eq!(h.action, Some(SuggestedAction::RetryMoreMemory));
     let h = c.scan("", &ScanContext::scheduler_state(SchedulerState::Timeout));
     assert_eq!(h.action, Some(SuggestedAction::RetryMoreTime));
@@ -166,10 +147,7 @@ fn state_only_and_exit_code_only_entries() {
 #[test]
 fn a_text_match_beats_an_exit_code_only_context() {
     let c = Catalog::builtin();
-    let h = c.scan(
-        "requests.exceptions.ReadTimeout: Read timed out",
-        &ScanContext::exit_code(137),
-    );
+    let h = c.scan("requests.exceptions.ReadTimeout: Read timed out", &ScanContext::exit_code(137));
     assert_eq!(h.verdict, Verdict::Transient);
     assert_eq!(h.matches.len(), 2, "{:?}", h.matches);
 }
@@ -180,10 +158,7 @@ fn a_confirmed_match_beats_a_later_text_only_one() {
     let text = "x: command not found\nTraceback...\nKeyError: 'a'\nConnection reset by peer\n";
     // Without context, the connection reset is last but low priority; KeyError decides.
     let h = c.scan(text, &ScanContext::default());
-    assert_eq!(
-        h.evidence.as_ref().map(|m| m.id.as_str()),
-        Some("python-lookup-error")
-    );
+    assert_eq!(h.evidence.as_ref().map(|m| m.id.as_str()), Some("python-lookup-error"));
     // Exit 127 confirms "command not found", which now decides even though it is first.
     let h = c.scan(text, &ScanContext::exit_code(127));
     let ev = h.evidence.expect("evidence");
@@ -235,10 +210,7 @@ fn a_context_entry_takes_its_line_from_a_generic_one() {
     // "CUDA out of memory" also says "out of memory" (generic host OOM, transient, -5).
     let h = scan("torch.cuda.OutOfMemoryError: CUDA out of memory.");
     assert_eq!(h.verdict, Verdict::Unknown);
-    assert_eq!(
-        h.evidence.map(|m| m.id),
-        Some("cuda-out-of-memory".to_string())
-    );
+    assert_eq!(h.evidence.map(|m| m.id), Some("cuda-out-of-memory".to_string()));
     assert!(h.matches.iter().any(|m| m.id == "out-of-memory-generic"));
 }
 
@@ -257,10 +229,7 @@ fn on_one_line_a_refinement_wins() {
 fn ansi_colours_do_not_hide_errors() {
     let h = scan("\x1b[31mModuleNotFoundError\x1b[0m: No module named 'x'\n");
     assert_eq!(h.verdict, Verdict::Permanent);
-    assert_eq!(
-        h.evidence.map(|m| m.text),
-        Some("ModuleNotFoundError: No module named 'x'".into())
-    );
+    assert_eq!(h.evidence.map(|m| m.text), Some("ModuleNotFoundError: No module named 'x'".into()));
 }
 
 #[test]
@@ -284,11 +253,7 @@ fn matches_are_capped_but_keep_the_deciding_one() {
     assert_eq!(ev.id, "python-arithmetic-error");
     assert!(h.matches.contains(&ev));
     // Per entry only its last lines are listed.
-    let resets = h
-        .matches
-        .iter()
-        .filter(|m| m.id == "connection-dropped")
-        .count();
+    let resets = h.matches.iter().filter(|m| m.id == "connection-dropped").count();
     assert!(resets <= Hints::MAX_LINES_PER_ENTRY);
     assert_eq!(h.matches.last().map(|m| m.line), Some(501));
 }
@@ -306,9 +271,7 @@ fn long_lines_are_cut_in_the_listing() {
 fn hints_serialize_to_the_design_shape() {
     let h = scan("KeyError: 'x'");
     let v = serde_json::to_value(&h).expect("json");
-    for key in [
-        "verdict", "category", "action", "strategy", "hint", "evidence", "matches",
-    ] {
+    for key in ["verdict", "category", "action", "strategy", "hint", "evidence", "matches"] {
         assert!(v.get(key).is_some(), "{key} missing in {v}");
     }
     assert_eq!(v["verdict"], "permanent");
@@ -342,7 +305,6 @@ fn context_from_an_attempt_uses_the_signal_convention() {
     assert_eq!(ev.confirmed_by.as_deref(), Some("exit code 137"));
 
     let b: crate::model::Attempt =
-        serde_json::from_value(serde_json::json!({"attempt_id": 2, "return_code": 1}))
-            .expect("attempt");
+        serde_json::from_value(serde_json::json!({"attempt_id": 2, "return_code": 1})).expect("attempt");
     assert_eq!(ScanContext::from_attempt(&b), ScanContext::exit_code(1));
 }

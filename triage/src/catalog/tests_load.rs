@@ -36,10 +36,7 @@ fn load_err(text: &str) -> (CatalogError, String) {
         Err(e) => e,
     };
     let msg = err.to_string();
-    assert!(
-        msg.contains(&path.display().to_string()),
-        "no file in: {msg}"
-    );
+    assert!(msg.contains(&path.display().to_string()), "no file in: {msg}");
     assert!(msg.contains("fix:"), "no fix in: {msg}");
     assert_eq!(err.file(), path.as_path());
     (err, msg)
@@ -61,10 +58,7 @@ fn a_user_file_adds_overrides_and_disables_entries() {
         "version = \"site.2\"\n[[entry]]\nid = \"my-flaky-service\"\nclass = \"permanent\"\naction = \"fail\"\nstrategy = \"abort\"\n",
     );
     let c = Catalog::load(&[a, b.clone()]).expect("load");
-    assert_eq!(
-        c.version(),
-        format!("{}+user", Catalog::builtin().version())
-    );
+    assert_eq!(c.version(), format!("{}+user", Catalog::builtin().version()));
 
     // Added, then changed by the second file (fields it did not set stay).
     let e = c.entry("my-flaky-service").expect("added");
@@ -81,39 +75,19 @@ fn a_user_file_adds_overrides_and_disables_entries() {
 
     // Disabled.
     assert!(c.entry("python-lookup-error").is_none());
-    assert_eq!(
-        c.scan("KeyError: 'x'", &ScanContext::default()).verdict,
-        Verdict::Unknown
-    );
+    assert_eq!(c.scan("KeyError: 'x'", &ScanContext::default()).verdict, Verdict::Unknown);
     // The builtin is untouched.
     assert!(Catalog::builtin().entry("python-lookup-error").is_some());
-    assert_eq!(
-        Catalog::load(&[]).expect("builtin").version(),
-        Catalog::builtin().version()
-    );
+    assert_eq!(Catalog::load(&[]).expect("builtin").version(), Catalog::builtin().version());
 }
 
 #[test]
 fn a_disabled_entry_can_be_defined_again() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let a = write(
-        &dir,
-        "a.toml",
-        "version = \"1\"\n[[entry]]\nid = \"text-file-busy\"\ndisabled = true\n",
-    );
-    let b = write(
-        &dir,
-        "b.toml",
-        &format!(
-            "version = \"2\"\n{}",
-            ENTRY.replace("my-flaky-service", "text-file-busy")
-        ),
-    );
+    let a = write(&dir, "a.toml", "version = \"1\"\n[[entry]]\nid = \"text-file-busy\"\ndisabled = true\n");
+    let b = write(&dir, "b.toml", &format!("version = \"2\"\n{}", ENTRY.replace("my-flaky-service", "text-file-busy")));
     let c = Catalog::load(&[a, b]).expect("load");
-    assert_eq!(
-        c.entry("text-file-busy").map(|e| e.category.as_str()),
-        Some("network")
-    );
+    assert_eq!(c.entry("text-file-busy").map(|e| e.category.as_str()), Some("network"));
 }
 
 #[test]
@@ -126,20 +100,14 @@ fn unreadable_file() {
     assert!(msg.contains("nope.toml") && msg.contains("fix:"), "{msg}");
     let bad_utf8 = write(&dir, "bin.toml", "");
     std::fs::write(&bad_utf8, [0xff, 0xfe, 0x00]).expect("write");
-    assert!(matches!(
-        Catalog::load(&[bad_utf8]),
-        Err(CatalogError::Read { .. })
-    ));
+    assert!(matches!(Catalog::load(&[bad_utf8]), Err(CatalogError::Read { .. })));
 }
 
 #[test]
 fn toml_syntax_errors_have_line_and_column() {
     let (err, msg) = load_err("version = \"1\"\n[[entry]]\nid = \"x\nclass = 3\n");
     assert!(matches!(err, CatalogError::Syntax { line: 3, .. }), "{msg}");
-    let (err, msg) = load_err(&format!(
-        "version = \"1\"\n{}",
-        ENTRY.replace("patterns", "pattern")
-    ));
+    let (err, msg) = load_err(&format!("version = \"1\"\n{}", ENTRY.replace("patterns", "pattern")));
     assert!(matches!(err, CatalogError::Syntax { line: 7, .. }), "{msg}");
     assert!(msg.contains("pattern"), "{msg}");
     let (_, msg) = load_err("version = \"1\"\nentry = 5\n");
@@ -158,18 +126,9 @@ fn missing_version() {
 
 #[test]
 fn bad_regex_shows_the_regex_error() {
-    let (err, msg) = load_err(&format!(
-        "version = \"1\"\n{}",
-        ENTRY.replace("said no']", "said (no']")
-    ));
-    assert!(
-        matches!(err, CatalogError::BadRegex { line: 3, .. }),
-        "{msg}"
-    );
-    assert!(
-        msg.contains("my-flaky-service") && msg.contains("unclosed group"),
-        "{msg}"
-    );
+    let (err, msg) = load_err(&format!("version = \"1\"\n{}", ENTRY.replace("said no']", "said (no']")));
+    assert!(matches!(err, CatalogError::BadRegex { line: 3, .. }), "{msg}");
+    assert!(msg.contains("my-flaky-service") && msg.contains("unclosed group"), "{msg}");
     let look_around = ENTRY.replace("(?i)flaky", "(?=x)flaky");
     let (_, msg) = load_err(&format!("version = \"1\"\n{look_around}"));
     assert!(msg.contains("look-around"), "{msg}");
@@ -177,95 +136,48 @@ fn bad_regex_shows_the_regex_error() {
 
 #[test]
 fn a_pattern_that_matches_everything_is_refused() {
-    let (err, msg) = load_err(&format!(
-        "version = \"1\"\n{}",
-        ENTRY.replace("(?i)flaky service said no", "x*")
-    ));
-    assert!(
-        matches!(err, CatalogError::MatchesEverything { .. }),
-        "{msg}"
-    );
+    let (err, msg) = load_err(&format!("version = \"1\"\n{}", ENTRY.replace("(?i)flaky service said no", "x*")));
+    assert!(matches!(err, CatalogError::MatchesEverything { .. }), "{msg}");
 }
 
 #[test]
 fn unknown_enumeration_values_list_the_valid_ones() {
     let cases = [
-        (
-            "class = \"transient\"",
-            "class = \"flaky\"",
-            "transient, permanent, context",
-        ),
-        (
-            "action = \"retry\"",
-            "action = \"retry_later\"",
-            "retry_more_memory",
-        ),
-        (
-            "strategy = \"retry_with_jitter\"",
-            "strategy = \"RETRY_WITH_JITTER\"",
-            "circuit_breaker",
-        ),
-        (
-            "category = \"network\"",
-            "category = \"network\"\nscheduler_states = [\"LOST\"]",
-            "NODE_FAIL",
-        ),
+        ("class = \"transient\"", "class = \"flaky\"", "transient, permanent, context"),
+        ("action = \"retry\"", "action = \"retry_later\"", "retry_more_memory"),
+        ("strategy = \"retry_with_jitter\"", "strategy = \"RETRY_WITH_JITTER\"", "circuit_breaker"),
+        ("category = \"network\"", "category = \"network\"\nscheduler_states = [\"LOST\"]", "NODE_FAIL"),
     ];
     for (from, to, valid) in cases {
         let (err, msg) = load_err(&format!("version = \"1\"\n{}", ENTRY.replace(from, to)));
-        assert!(
-            matches!(err, CatalogError::UnknownValue { line: 3, .. }),
-            "{msg}"
-        );
-        assert!(
-            msg.contains(valid) && msg.contains("my-flaky-service"),
-            "{msg}"
-        );
+        assert!(matches!(err, CatalogError::UnknownValue { line: 3, .. }), "{msg}");
+        assert!(msg.contains(valid) && msg.contains("my-flaky-service"), "{msg}");
     }
 }
 
 #[test]
 fn duplicate_ids_in_one_file() {
     let (err, msg) = load_err(&format!("version = \"1\"\n{ENTRY}{ENTRY}"));
-    assert!(
-        matches!(
-            err,
-            CatalogError::DuplicateId {
-                line: 14,
-                first_line: 3,
-                ..
-            }
-        ),
-        "{msg}"
-    );
+    assert!(matches!(err, CatalogError::DuplicateId { line: 14, first_line: 3, .. }), "{msg}");
 }
 
 #[test]
 fn invalid_ids() {
-    let (err, msg) = load_err(&format!(
-        "version = \"1\"\n{}",
-        ENTRY.replace("my-flaky-service", "my flaky")
-    ));
+    let (err, msg) = load_err(&format!("version = \"1\"\n{}", ENTRY.replace("my-flaky-service", "my flaky")));
     assert!(matches!(err, CatalogError::InvalidId { .. }), "{msg}");
 }
 
 #[test]
 fn entries_that_match_nothing_or_miss_fields() {
     let no_matcher = ENTRY
-        .replace(
-            "patterns = ['(?i)flaky service said no']\n",
-            "patterns = []\n",
-        )
+        .replace("patterns = ['(?i)flaky service said no']\n", "patterns = []\n")
         .replace("examples = [\"ERROR: flaky service said no\"]\n", "");
     let (err, msg) = load_err(&format!("version = \"1\"\n{no_matcher}"));
     assert!(matches!(err, CatalogError::NoMatcher { .. }), "{msg}");
 
     let no_hint = ENTRY.replace("hint = \"Our flaky service. Retry.\"\n", "");
     let (err, msg) = load_err(&format!("version = \"1\"\n{no_hint}"));
-    assert!(
-        matches!(err, CatalogError::MissingField { field: "hint", .. }),
-        "{msg}"
-    );
+    assert!(matches!(err, CatalogError::MissingField { field: "hint", .. }), "{msg}");
     let no_class = ENTRY.replace("class = \"transient\"\n", "");
     let (_, msg) = load_err(&format!("version = \"1\"\n{no_class}"));
     assert!(msg.contains("`class`") && msg.contains("context"), "{msg}");
@@ -273,42 +185,26 @@ fn entries_that_match_nothing_or_miss_fields() {
 
 #[test]
 fn examples_and_counter_examples_are_checked_at_load() {
-    let bad = ENTRY.replace(
-        "ERROR: flaky service said no",
-        "ERROR: flaky service said maybe",
-    );
+    let bad = ENTRY.replace("ERROR: flaky service said no", "ERROR: flaky service said maybe");
     let (err, msg) = load_err(&format!("version = \"1\"\n{bad}"));
-    assert!(
-        matches!(err, CatalogError::ExampleNotMatched { .. }),
-        "{msg}"
-    );
+    assert!(matches!(err, CatalogError::ExampleNotMatched { .. }), "{msg}");
     assert!(msg.contains("said maybe"), "{msg}");
 
     let bad = ENTRY.replace("flaky service said yes", "FLAKY SERVICE SAID NO!");
     let (err, msg) = load_err(&format!("version = \"1\"\n{bad}"));
-    assert!(
-        matches!(err, CatalogError::CounterExampleMatched { .. }),
-        "{msg}"
-    );
+    assert!(matches!(err, CatalogError::CounterExampleMatched { .. }), "{msg}");
     assert!(msg.contains("(?i)flaky service said no"), "{msg}");
 
     // An override that narrows a builtin's patterns is checked against its examples.
     let narrow = "version = \"1\"\n[[entry]]\nid = \"text-file-busy\"\npatterns = ['ETXTBSY']\n";
     let (err, msg) = load_err(narrow);
-    assert!(
-        matches!(err, CatalogError::ExampleNotMatched { .. }),
-        "{msg}"
-    );
+    assert!(matches!(err, CatalogError::ExampleNotMatched { .. }), "{msg}");
 }
 
 #[test]
 fn disabling_an_unknown_id() {
-    let (err, msg) =
-        load_err("version = \"1\"\n[[entry]]\nid = \"no-such-entry\"\ndisabled = true\n");
-    assert!(
-        matches!(err, CatalogError::UnknownDisabled { line: 2, .. }),
-        "{msg}"
-    );
+    let (err, msg) = load_err("version = \"1\"\n[[entry]]\nid = \"no-such-entry\"\ndisabled = true\n");
+    assert!(matches!(err, CatalogError::UnknownDisabled { line: 2, .. }), "{msg}");
 }
 
 #[test]

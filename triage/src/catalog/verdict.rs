@@ -60,16 +60,8 @@ fn class_rank(class: EntryClass) -> u8 {
 
 /// The comparison key of the rule above; larger wins.
 fn key(c: &Candidate, entries: &[Entry]) -> (Basis, i32, usize, u8, Reverse<usize>) {
-    let (priority, class) = entries
-        .get(c.entry)
-        .map_or((i32::MIN, EntryClass::Context), |e| (e.priority, e.class));
-    (
-        c.basis,
-        priority,
-        c.line,
-        class_rank(class),
-        Reverse(c.entry),
-    )
+    let (priority, class) = entries.get(c.entry).map_or((i32::MIN, EntryClass::Context), |e| (e.priority, e.class));
+    (c.basis, priority, c.line, class_rank(class), Reverse(c.entry))
 }
 
 /// The deciding candidate, if any matched.
@@ -105,21 +97,13 @@ mod tests {
     }
 
     fn winner(cands: &[Candidate], entries: &[Entry]) -> usize {
-        decide(cands, entries)
-            .map(|c| c.entry)
-            .unwrap_or(usize::MAX)
+        decide(cands, entries).map(|c| c.entry).unwrap_or(usize::MAX)
     }
 
     #[test]
     fn basis_beats_priority_and_line() {
-        let es = [
-            entry("a", EntryClass::Transient, 50),
-            entry("b", EntryClass::Permanent, 0),
-        ];
-        let cs = [
-            cand(0, 9, Basis::TextOnly),
-            cand(1, 1, Basis::TextConfirmed),
-        ];
+        let es = [entry("a", EntryClass::Transient, 50), entry("b", EntryClass::Permanent, 0)];
+        let cs = [cand(0, 9, Basis::TextOnly), cand(1, 1, Basis::TextConfirmed)];
         assert_eq!(winner(&cs, &es), 1);
         let cs = [cand(0, 9, Basis::TextOnly), cand(1, 0, Basis::StateOnly)];
         assert_eq!(winner(&cs, &es), 1);
@@ -129,28 +113,10 @@ mod tests {
 
     #[test]
     fn priority_beats_line_and_later_line_beats_earlier() {
-        let es = [
-            entry("a", EntryClass::Transient, 10),
-            entry("b", EntryClass::Permanent, 0),
-        ];
-        assert_eq!(
-            winner(
-                &[cand(0, 1, Basis::TextOnly), cand(1, 5, Basis::TextOnly)],
-                &es
-            ),
-            0
-        );
-        let es = [
-            entry("a", EntryClass::Transient, 0),
-            entry("b", EntryClass::Permanent, 0),
-        ];
-        assert_eq!(
-            winner(
-                &[cand(0, 7, Basis::TextOnly), cand(1, 5, Basis::TextOnly)],
-                &es
-            ),
-            0
-        );
+        let es = [entry("a", EntryClass::Transient, 10), entry("b", EntryClass::Permanent, 0)];
+        assert_eq!(winner(&[cand(0, 1, Basis::TextOnly), cand(1, 5, Basis::TextOnly)], &es), 0);
+        let es = [entry("a", EntryClass::Transient, 0), entry("b", EntryClass::Permanent, 0)];
+        assert_eq!(winner(&[cand(0, 7, Basis::TextOnly), cand(1, 5, Basis::TextOnly)], &es), 0);
     }
 
     #[test]

@@ -64,13 +64,19 @@ pub async fn run(global: &GlobalArgs, args: ApplyArgs) -> anyhow::Result<ExitCod
         if !wanted {
             continue;
         }
-        if entry.outcome == Outcome::NeedsReview && entry.proposed.as_ref().is_some_and(|p| p.source != triage::engine::REVIEWED) {
+        if entry.outcome == Outcome::NeedsReview
+            && entry.proposed.as_ref().is_some_and(|p| p.source != triage::engine::REVIEWED)
+        {
             continue; // still waiting for a person: `triage review` first
         }
         progress.message(&format!("job {}", entry.job_id));
         let updated = engine.recheck(plan.workflow_id, entry, &who, mode).await;
         if updated.outcome == Outcome::Error {
-            let e = RunEvent::now("error", &engine.backend.describe(), format!("job {}: {}", updated.job_id, updated.notes.join("; ")));
+            let e = RunEvent::now(
+                "error",
+                &engine.backend.describe(),
+                format!("job {}: {}", updated.job_id, updated.notes.join("; ")),
+            );
             progress.event(&e);
             events.push(e);
         }

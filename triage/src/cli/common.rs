@@ -57,7 +57,8 @@ impl GlobalArgs {
     /// The engine, on `fallback_spec` (e.g. a plan's backend) when no flag or variable names one.
     pub fn engine_for(&self, fallback_spec: Option<&str>, policy: Option<&Path>) -> anyhow::Result<Engine> {
         let mut flags = self.backend_flags();
-        let env_names_one = ["TRIAGE_BACKEND", "TORC_API_URL"].iter().any(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()));
+        let env_names_one =
+            ["TRIAGE_BACKEND", "TORC_API_URL"].iter().any(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()));
         if flags.spec_flag().is_none() && !env_names_one {
             flags.backend = fallback_spec.map(str::to_string);
         }

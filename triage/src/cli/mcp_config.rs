@@ -33,7 +33,8 @@ pub fn run(global: &GlobalArgs, args: McpConfigArgs) -> anyhow::Result<ExitCode>
         server_args.extend(["--backend".to_string(), spec]);
     }
     for c in &global.catalogs {
-        server_args.extend(["--catalog".to_string(), std::path::absolute(c).unwrap_or(c.clone()).display().to_string()]);
+        server_args
+            .extend(["--catalog".to_string(), std::path::absolute(c).unwrap_or(c.clone()).display().to_string()]);
     }
     if let Some(w) = args.workflow {
         server_args.extend(["--workflow".to_string(), w.to_string()]);

@@ -34,7 +34,8 @@ pub fn emit(plan: &Plan, json: bool, plan_out: Option<&Path>) -> anyhow::Result<
 pub fn save(plan: &Plan, path: &Path) -> anyhow::Result<()> {
     let mut json = serde_json::to_vec_pretty(plan)?;
     json.push(b'\n');
-    triage::fsutil::write_atomic(path, &json).with_context(|| format!("cannot write the plan to {}", path.display()))?;
+    triage::fsutil::write_atomic(path, &json)
+        .with_context(|| format!("cannot write the plan to {}", path.display()))?;
     let md = path.with_extension("md");
     triage::fsutil::write_atomic(&md, report::markdown(plan).as_bytes())
         .with_context(|| format!("cannot write the report to {}", md.display()))?;
@@ -51,7 +52,10 @@ pub fn table(plan: &Plan) -> String {
         plan.agent,
         plan.catalog_version
     );
-    out.push_str(&format!("{:>6}  {:<20} {:<6} {:<10} {:<13} {}\n", "job", "name", "action", "validation", "outcome", "why"));
+    out.push_str(&format!(
+        "{:>6}  {:<20} {:<6} {:<10} {:<13} {}\n",
+        "job", "name", "action", "validation", "outcome", "why"
+    ));
     for j in &plan.jobs {
         let action = j.proposed.as_ref().map(|p| p.action.as_str()).unwrap_or("-");
         let why = j
@@ -63,8 +67,12 @@ pub fn table(plan: &Plan) -> String {
             .cloned()
             .or_else(|| j.proposed.as_ref().map(|p| p.reason.clone()))
             .unwrap_or_default();
-        let status = serde_json::to_value(j.validation.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
-        let outcome = serde_json::to_value(j.outcome).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+        let status = serde_json::to_value(j.validation.status)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default();
+        let outcome =
+            serde_json::to_value(j.outcome).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
         let mut name: String = j.name.chars().take(20).collect();
         if j.outcome == Outcome::NeedsReview {
             name = format!("{name}*");

@@ -16,7 +16,10 @@ impl Progress {
         let interactive = std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
         let bar = interactive.then(|| {
             let bar = ProgressBar::new_spinner();
-            bar.set_style(ProgressStyle::with_template("{spinner} {elapsed} {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {elapsed} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
             bar.enable_steady_tick(Duration::from_millis(120));
             bar
         });

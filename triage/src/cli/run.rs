@@ -71,7 +71,9 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         anyhow::bail!("--agent command needs --agent-cmd CMD (the command to run, see `triage run --help`)");
     }
     let prompt_template = match &args.prompt {
-        Some(p) => std::fs::read_to_string(p).with_context(|| format!("cannot read the prompt template {}", p.display()))?,
+        Some(p) => {
+            std::fs::read_to_string(p).with_context(|| format!("cannot read the prompt template {}", p.display()))?
+        }
         None => triage::prompts::TRIAGE_WORKFLOW.to_string(),
     };
     let seed = args.seed.unwrap_or_else(|| fastrand::u64(..));
@@ -118,7 +120,10 @@ fn mcp_args(global: &GlobalArgs, policy: Option<&std::path::Path>) -> anyhow::Re
     };
     out.extend(["--backend".to_string(), spec]);
     if let Some(d) = &global.torc_output_dir {
-        out.extend(["--torc-output-dir".to_string(), std::path::absolute(d).unwrap_or(d.clone()).display().to_string()]);
+        out.extend([
+            "--torc-output-dir".to_string(),
+            std::path::absolute(d).unwrap_or(d.clone()).display().to_string(),
+        ]);
     }
     for c in triage::config::catalog_files(&global.catalogs) {
         out.extend(["--catalog".to_string(), std::path::absolute(&c).unwrap_or(c).display().to_string()]);

@@ -25,6 +25,11 @@ pub struct SynthArgs {
 
 pub fn run(args: SynthArgs) -> anyhow::Result<ExitCode> {
     triage::synth::write_store(&args.dir, args.workflow, args.jobs, args.causes, args.lines)?;
-    eprintln!("wrote {} pending_failed jobs ({} causes) to {}", args.jobs, args.causes.clamp(1, 12), args.dir.display());
+    eprintln!(
+        "wrote {} pending_failed jobs ({} causes) to {}",
+        args.jobs,
+        args.causes.clamp(1, 12),
+        args.dir.display()
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -80,7 +80,10 @@ impl Engine {
                 if seen.insert(id) {
                     targets.push((id, sig, c));
                 } else {
-                    unmatched.push(Unmatched { index, error: format!("job {id} was already classified earlier in this call; ignored") });
+                    unmatched.push(Unmatched {
+                        index,
+                        error: format!("job {id} was already classified earlier in this call; ignored"),
+                    });
                 }
             }
         }
@@ -91,7 +94,9 @@ impl Engine {
                 Err(BackendError::JobNotFound { .. }) => {
                     unmatched.push(Unmatched {
                         index: classifications.iter().position(|x| std::ptr::eq(x, c)).unwrap_or(0),
-                        error: format!("job {job_id} is not in workflow {workflow_id}; take job ids from list_pending_failed_jobs"),
+                        error: format!(
+                            "job {job_id} is not in workflow {workflow_id}; take job ids from list_pending_failed_jobs"
+                        ),
                     });
                     continue;
                 }
@@ -111,7 +116,9 @@ impl Engine {
             let ev = self.evidence(&info, job).await?;
             let mut entry = self.judge(&ev, Some(proposal), false, mode);
             if not_pending && entry.outcome == Outcome::Skipped {
-                entry.notes.push(format!("job {job_id} is not pending_failed; only pending_failed jobs can be classified"));
+                entry
+                    .notes
+                    .push(format!("job {job_id} is not pending_failed; only pending_failed jobs can be classified"));
             }
             if mode == Mode::Apply && entry.outcome == Outcome::WouldApply {
                 entry = self.apply(workflow_id, &entry, who).await;

@@ -87,15 +87,14 @@ pub async fn gather(
     let previous = previous_attempt(&job, latest.as_ref());
     let mut repeat = None;
     let mut previous_infra = false;
-    if let Some(prev) = previous {
-        if let Ok(t) = backend
+    if let Some(prev) = previous
+        && let Ok(t) = backend
             .read_log(workflow_id, job.id, Some(prev.attempt_id), LogStream::Stderr, TailSize::Lines(tail_lines))
             .await
-        {
-            let prev_hints = catalog.scan(&t.text, &scan_context(Some(prev)));
-            previous_infra = is_infrastructure(Some(prev), &prev_hints);
-            repeat = Some(attempt_diff(&t.text, &tail));
-        }
+    {
+        let prev_hints = catalog.scan(&t.text, &scan_context(Some(prev)));
+        previous_infra = is_infrastructure(Some(prev), &prev_hints);
+        repeat = Some(attempt_diff(&t.text, &tail));
     }
     let cause = if is_infrastructure(latest.as_ref(), &hints) { Cause::Infrastructure } else { Cause::Failure };
     let retries_used = count_retries(&job, latest.as_ref(), previous, cause, previous_infra);
@@ -116,10 +115,7 @@ pub async fn gather(
 }
 
 fn scan_context(attempt: Option<&Attempt>) -> ScanContext {
-    ScanContext {
-        exit_code: attempt.map(|a| a.return_code),
-        scheduler_state: attempt.and_then(|a| a.scheduler_state),
-    }
+    ScanContext { exit_code: attempt.map(|a| a.return_code), scheduler_state: attempt.and_then(|a| a.scheduler_state) }
 }
 
 fn previous_attempt<'a>(job: &'a Job, latest: Option<&Attempt>) -> Option<&'a Attempt> {
@@ -138,7 +134,13 @@ fn is_infrastructure(attempt: Option<&Attempt>, hints: &Hints) -> bool {
 /// Each finished attempt of the current run was followed (or, for the latest, would be
 /// followed) by one retry, charged to the budget of its cause. Older attempts are judged by
 /// their scheduler state; the latest two also by the catalog.
-fn count_retries(job: &Job, latest: Option<&Attempt>, previous: Option<&Attempt>, cause: Cause, previous_infra: bool) -> RetriesUsed {
+fn count_retries(
+    job: &Job,
+    latest: Option<&Attempt>,
+    previous: Option<&Attempt>,
+    cause: Cause,
+    previous_infra: bool,
+) -> RetriesUsed {
     let mut used = RetriesUsed::default();
     let Some(latest) = latest else { return used };
     for a in job.attempts.iter().filter(|a| a.run_id == latest.run_id) {

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::evidence::Evidence;
 use crate::catalog::HintMatch;
-use crate::model::{JobStatus, SchedulerState, SuggestedAction, Strategy, Verdict};
+use crate::model::{JobStatus, SchedulerState, Strategy, SuggestedAction, Verdict};
 
 /// Job ids per group per page.
 pub const IDS_PER_CHUNK: usize = 200;
@@ -116,9 +116,10 @@ impl Grouping {
             })
             .collect();
         groups.sort_by(|a, b| {
-            b.members.len().cmp(&a.members.len()).then_with(|| {
-                evidence[a.members[0]].signature.as_str().cmp(evidence[b.members[0]].signature.as_str())
-            })
+            b.members
+                .len()
+                .cmp(&a.members.len())
+                .then_with(|| evidence[a.members[0]].signature.as_str().cmp(evidence[b.members[0]].signature.as_str()))
         });
         Grouping { groups }
     }
@@ -176,11 +177,11 @@ impl Grouping {
         let end = (start + limit.max(1)).min(round_end);
         let chosen = entries.get(start..end).unwrap_or_default();
         // Headers first (every group visible), then share the rest of the budget among tails.
-        let mut groups: Vec<Group> =
-            chosen.iter().map(|&(gi, r)| self.header(evidence, statuses, gi, r)).collect();
+        let mut groups: Vec<Group> = chosen.iter().map(|&(gi, r)| self.header(evidence, statuses, gi, r)).collect();
         let header_bytes: usize = groups.iter().map(|g| serde_json::to_string(g).map_or(0, |s| s.len())).sum();
         let mut left = budget.saturating_sub(header_bytes);
-        let with_tail: Vec<usize> = groups.iter().enumerate().filter(|(_, g)| g.representative.is_some()).map(|(i, _)| i).collect();
+        let with_tail: Vec<usize> =
+            groups.iter().enumerate().filter(|(_, g)| g.representative.is_some()).map(|(i, _)| i).collect();
         let mut remaining = with_tail.len();
         for i in with_tail {
             let share = left / remaining.max(1);
@@ -270,7 +271,11 @@ impl Grouping {
 }
 
 fn parse_cursor(c: &str) -> Result<(usize, String), String> {
-    let bad = || format!("cursor `{c}` is not one this server issued; pass `next_cursor` from the previous answer, or omit it to start over");
+    let bad = || {
+        format!(
+            "cursor `{c}` is not one this server issued; pass `next_cursor` from the previous answer, or omit it to start over"
+        )
+    };
     let rest = c.strip_prefix('p').ok_or_else(bad)?;
     let (offset, fp) = rest.split_once('.').ok_or_else(bad)?;
     Ok((offset.parse().map_err(|_| bad())?, fp.to_string()))

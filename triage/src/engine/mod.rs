@@ -159,7 +159,9 @@ impl Engine {
         let mut audit = AuditEvent::now(who, proposal.action.as_str(), Some(entry.job_id), proposal.reason.clone());
         audit.details = serde_json::json!({"source": proposal.source, "validation": v.status});
         let result = match proposal.action {
-            Action::Retry => self.backend.retry_job(workflow_id, entry.job_id, &guard, &v.resources.change(), &audit).await,
+            Action::Retry => {
+                self.backend.retry_job(workflow_id, entry.job_id, &guard, &v.resources.change(), &audit).await
+            }
             Action::Fail => self.backend.fail_job(workflow_id, entry.job_id, &guard, &audit).await,
         };
         match result {
@@ -169,7 +171,8 @@ impl Engine {
             }
             Ok(MoveOutcome::Stale { status, attempt_id, run_id }) => {
                 out.outcome = Outcome::Skipped;
-                out.notes.push(format!("moved on while applying: now {status} at attempt {attempt_id} of run {run_id}"));
+                out.notes
+                    .push(format!("moved on while applying: now {status} at attempt {attempt_id} of run {run_id}"));
             }
             Err(e) => return errored(out, e),
         }

@@ -75,7 +75,12 @@ pub struct PlanJob {
 
 impl PlanJob {
     /// A plan entry from evidence, before any proposal or outcome.
-    pub fn from_evidence(ev: &Evidence, proposed: Option<Proposal>, validation: Validation, outcome: Outcome) -> PlanJob {
+    pub fn from_evidence(
+        ev: &Evidence,
+        proposed: Option<Proposal>,
+        validation: Validation,
+        outcome: Outcome,
+    ) -> PlanJob {
         PlanJob {
             job_id: ev.job.id,
             name: ev.job.name.clone(),

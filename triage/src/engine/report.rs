@@ -16,7 +16,8 @@ pub fn markdown(plan: &Plan) -> String {
     if !plan.events.is_empty() {
         out.push_str("\n## Events\n\n");
         for e in &plan.events {
-            let _ = writeln!(out, "- {} `{}` {}: {}", e.time.strftime("%H:%M:%S"), e.kind, e.subject, one_line(&e.reason));
+            let _ =
+                writeln!(out, "- {} `{}` {}: {}", e.time.strftime("%H:%M:%S"), e.kind, e.subject, one_line(&e.reason));
         }
     }
     if !plan.agent_output.is_empty() {
@@ -102,10 +103,20 @@ fn job_section(out: &mut String, j: &PlanJob) {
     if !r.is_empty() {
         out.push_str("\n```diff\n");
         if let Some(m) = &r.memory {
-            let _ = writeln!(out, "- memory: {}\n+ memory: {}", m.before.map(|b| b.to_string()).unwrap_or_else(|| "unset".into()), m.after);
+            let _ = writeln!(
+                out,
+                "- memory: {}\n+ memory: {}",
+                m.before.map(|b| b.to_string()).unwrap_or_else(|| "unset".into()),
+                m.after
+            );
         }
         if let Some(t) = &r.runtime {
-            let _ = writeln!(out, "- runtime: {}\n+ runtime: {}", t.before.map(|b| b.to_string()).unwrap_or_else(|| "unset".into()), t.after);
+            let _ = writeln!(
+                out,
+                "- runtime: {}\n+ runtime: {}",
+                t.before.map(|b| b.to_string()).unwrap_or_else(|| "unset".into()),
+                t.after
+            );
         }
         out.push_str("```\n");
     }

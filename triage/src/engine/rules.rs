@@ -22,11 +22,8 @@ pub fn propose(ev: &Evidence, policy: &Policy) -> Option<Proposal> {
         .as_ref()
         .map(|m| if m.line > 0 { format!(": line {}: {}", m.line, m.text) } else { format!(": {}", m.text) })
         .unwrap_or_default();
-    let mut reason = format!(
-        "catalog: {} {}{evidence}",
-        hints.verdict.as_str(),
-        hints.category.as_deref().unwrap_or("failure"),
-    );
+    let mut reason =
+        format!("catalog: {} {}{evidence}", hints.verdict.as_str(), hints.category.as_deref().unwrap_or("failure"),);
     let (mut memory, mut runtime) = (None, None);
     match hints.action {
         Some(SuggestedAction::RetryMoreMemory) => match ev.job.resources.memory {

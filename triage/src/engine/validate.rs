@@ -80,7 +80,10 @@ impl ResourceDiff {
 
     /// What the backend is asked to change.
     pub fn change(&self) -> ResourceChange {
-        ResourceChange { memory: self.memory.as_ref().map(|c| c.after), runtime: self.runtime.as_ref().map(|c| c.after) }
+        ResourceChange {
+            memory: self.memory.as_ref().map(|c| c.after),
+            runtime: self.runtime.as_ref().map(|c| c.after),
+        }
     }
 }
 
@@ -153,10 +156,8 @@ pub fn validate(ev: &Evidence, proposal: &Proposal, policy: &Policy) -> Validati
 
     // 4. The catalog.
     let verdict = ev.hints.verdict;
-    let opposite = matches!(
-        (proposal.action, verdict),
-        (Action::Retry, Verdict::Permanent) | (Action::Fail, Verdict::Transient)
-    );
+    let opposite =
+        matches!((proposal.action, verdict), (Action::Retry, Verdict::Permanent) | (Action::Fail, Verdict::Transient));
     if v.status != ValidationStatus::Rejected {
         if opposite {
             v.status = ValidationStatus::Conflict;
@@ -179,7 +180,9 @@ pub fn validate(ev: &Evidence, proposal: &Proposal, policy: &Policy) -> Validati
             } else {
                 v.needs_review = true;
                 if proposal.override_catalog {
-                    v.messages.push("override requested but not allowed here (policy allow_overrides / --allow-overrides)".into());
+                    v.messages.push(
+                        "override requested but not allowed here (policy allow_overrides / --allow-overrides)".into(),
+                    );
                 }
             }
         } else if verdict == Verdict::Unknown {
@@ -253,13 +256,18 @@ fn check_retry(ev: &Evidence, proposal: &Proposal, policy: &Policy, v: &mut Vali
             job.max_retries.unwrap_or(policy.max_retries_failure),
             if job.max_retries.is_some() { "the job's max_retries" } else { "the policy's max_retries_failure" },
         ),
-        Cause::Infrastructure => (ev.retries_used.preemptions, policy.max_retries_preemption, "the policy's max_retries_preemption"),
+        Cause::Infrastructure => {
+            (ev.retries_used.preemptions, policy.max_retries_preemption, "the policy's max_retries_preemption")
+        }
     };
     if used > limit {
-        reject(v, format!(
-            "retry budget spent: this would be retry {used} for {} but {which} is {limit}",
-            if ev.cause == Cause::Failure { "the job's own failures" } else { "preemptions and node failures" }
-        ));
+        reject(
+            v,
+            format!(
+                "retry budget spent: this would be retry {used} for {} but {which} is {limit}",
+                if ev.cause == Cause::Failure { "the job's own failures" } else { "preemptions and node failures" }
+            ),
+        );
     }
 }
 

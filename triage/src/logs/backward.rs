@@ -13,15 +13,9 @@ use std::io::{self, Read, Seek, SeekFrom};
 pub(crate) struct Shrank(pub(crate) u64);
 
 /// `read_exact`, with an early end of file reported as [`Shrank`] (`len`: the length expected).
-pub(crate) fn read_exact_or_shrank<R: Read>(
-    reader: &mut R,
-    buf: &mut [u8],
-    len: u64,
-) -> io::Result<()> {
+pub(crate) fn read_exact_or_shrank<R: Read>(reader: &mut R, buf: &mut [u8], len: u64) -> io::Result<()> {
     match reader.read_exact(buf) {
-        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-            Err(io::Error::new(e.kind(), Shrank(len)))
-        }
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Err(io::Error::new(e.kind(), Shrank(len))),
         other => other,
     }
 }
@@ -40,13 +34,7 @@ pub(crate) struct Backward<'r, R> {
 impl<'r, R: Read + Seek> Backward<'r, R> {
     /// Nothing read yet; `len` is the file length taken once by the caller.
     pub(crate) fn new(reader: &'r mut R, len: u64, block: usize) -> Self {
-        Backward {
-            reader,
-            len,
-            block: block.max(1) as u64,
-            blocks: Vec::new(),
-            low: len,
-        }
+        Backward { reader, len, block: block.max(1) as u64, blocks: Vec::new(), low: len }
     }
 
     /// Reads the block before the lowest offset read so far; does nothing at the start of file.
@@ -98,11 +86,7 @@ impl<R> Backward<'_, R> {
     /// Appends the file's bytes `[from, to)` to `out`; the range must have been read.
     pub(crate) fn copy_range(&self, from: u64, to: u64, out: &mut Vec<u8>) {
         let last = self.containing(from).min(self.blocks.len());
-        let through = if last < self.blocks.len() {
-            last + 1
-        } else {
-            last
-        };
+        let through = if last < self.blocks.len() { last + 1 } else { last };
         for (start, buf) in self.blocks[..through].iter().rev() {
             let end = start + buf.len() as u64;
             if *start >= to {

@@ -50,17 +50,8 @@ pub fn attempt_diff(previous: &str, latest: &str) -> AttemptDiff {
     let ratio = get_diff_ratio(&ops, old.len(), new.len());
     let same_signature = signature(previous) == signature(latest);
     let changed = ops.iter().any(|op| !matches!(op, DiffOp::Equal { .. }));
-    let unified = if changed {
-        unified(ops, &old, &new)
-    } else {
-        String::new()
-    };
-    AttemptDiff {
-        ratio,
-        identical: ratio >= SAME_FAILURE_RATIO || same_signature,
-        same_signature,
-        unified,
-    }
+    let unified = if changed { unified(ops, &old, &new) } else { String::new() };
+    AttemptDiff { ratio, identical: ratio >= SAME_FAILURE_RATIO || same_signature, same_signature, unified }
 }
 
 fn unified(ops: Vec<DiffOp>, old: &[&str], new: &[&str]) -> String {
@@ -72,40 +63,15 @@ fn unified(ops: Vec<DiffOp>, old: &[&str], new: &[&str]) -> String {
                 DiffOp::Equal { new_index, len, .. } => {
                     lines.extend(new[new_index..new_index + len].iter().map(|l| line(' ', l)));
                 }
-                DiffOp::Delete {
-                    old_index, old_len, ..
-                } => {
-                    lines.extend(
-                        old[old_index..old_index + old_len]
-                            .iter()
-                            .map(|l| line('-', l)),
-                    );
+                DiffOp::Delete { old_index, old_len, .. } => {
+                    lines.extend(old[old_index..old_index + old_len].iter().map(|l| line('-', l)));
                 }
-                DiffOp::Insert {
-                    new_index, new_len, ..
-                } => {
-                    lines.extend(
-                        new[new_index..new_index + new_len]
-                            .iter()
-                            .map(|l| line('+', l)),
-                    );
+                DiffOp::Insert { new_index, new_len, .. } => {
+                    lines.extend(new[new_index..new_index + new_len].iter().map(|l| line('+', l)));
                 }
-                DiffOp::Replace {
-                    old_index,
-                    old_len,
-                    new_index,
-                    new_len,
-                } => {
-                    lines.extend(
-                        old[old_index..old_index + old_len]
-                            .iter()
-                            .map(|l| line('-', l)),
-                    );
-                    lines.extend(
-                        new[new_index..new_index + new_len]
-                            .iter()
-                            .map(|l| line('+', l)),
-                    );
+                DiffOp::Replace { old_index, old_len, new_index, new_len } => {
+                    lines.extend(old[old_index..old_index + old_len].iter().map(|l| line('-', l)));
+                    lines.extend(new[new_index..new_index + new_len].iter().map(|l| line('+', l)));
                 }
             }
         }
@@ -175,22 +141,11 @@ mod tests {
         let d = attempt_diff(OOM_A, progressed);
         assert!(!d.identical && !d.same_signature, "{d:?}");
         assert!(d.ratio < SAME_FAILURE_RATIO);
-        assert!(
-            d.unified.starts_with("--- attempt N-1\n+++ attempt N\n@@ "),
-            "{}",
-            d.unified
-        );
-        assert!(
-            d.unified.contains(
-                "-torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB"
-            )
-        );
+        assert!(d.unified.starts_with("--- attempt N-1\n+++ attempt N\n@@ "), "{}", d.unified);
+        assert!(d.unified.contains("-torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB"));
         assert!(d.unified.contains("+ZeroDivisionError: division by zero"));
         // Unchanged (after normalization) lines are context, shown as in the latest attempt.
-        assert!(
-            d.unified
-                .contains("\n [2024-03-21 02:07:08] loading shard 17 on node023\n")
-        );
+        assert!(d.unified.contains("\n [2024-03-21 02:07:08] loading shard 17 on node023\n"));
     }
 
     #[test]

@@ -19,9 +19,6 @@ mod tail;
 pub use diff::{AttemptDiff, attempt_diff};
 pub use normalize::normalize_line;
 pub use signature::{
-    Fingerprint, Signature, SignatureError, fingerprint, signature, signature_summary,
-    signature_with,
+    Fingerprint, Signature, SignatureError, fingerprint, signature, signature_summary, signature_with,
 };
-pub use tail::{
-    Cut, Tail, TailError, TailOptions, tail_bytes, tail_bytes_from, tail_lines, tail_lines_from,
-};
+pub use tail::{Cut, Tail, TailError, TailOptions, tail_bytes, tail_bytes_from, tail_lines, tail_lines_from};

@@ -51,27 +51,20 @@ static TIMESTAMP: LazyLock<Regex> = LazyLock::new(|| {
     ]
     .join("|"))
 });
-static QUOTED: LazyLock<Regex> =
-    LazyLock::new(|| re(r#"\B'[^'\n]*'\B|\B"[^"\n]*"\B|`[^`\n]*`|‘[^’\n]*’|“[^”\n]*”"#));
+static QUOTED: LazyLock<Regex> = LazyLock::new(|| re(r#"\B'[^'\n]*'\B|\B"[^"\n]*"\B|`[^`\n]*`|‘[^’\n]*’|“[^”\n]*”"#));
 static URL: LazyLock<Regex> = LazyLock::new(|| re(r#"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'"<>]+"#));
-static UUID: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
-});
+static UUID: LazyLock<Regex> =
+    LazyLock::new(|| re(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"));
 static IPV4: LazyLock<Regex> = LazyLock::new(|| re(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b"));
 static IPV6: LazyLock<Regex> =
     LazyLock::new(|| re(r"\[?\b[0-9a-fA-F]{0,4}(?::[0-9a-fA-F]{0,4}){1,6}:[0-9a-fA-F]{1,4}\b\]?"));
-static PATH: LazyLock<Regex> =
-    LazyLock::new(|| re(r#"(?:^|[\s=:'"(\[,])(?:~|\.{1,2})?(?:/[^\s/:'"(),\[\]<>]+)+/?"#));
+static PATH: LazyLock<Regex> = LazyLock::new(|| re(r#"(?:^|[\s=:'"(\[,])(?:~|\.{1,2})?(?:/[^\s/:'"(),\[\]<>]+)+/?"#));
 static FQDN: LazyLock<Regex> = LazyLock::new(|| re(r"\b[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+){2,}\b"));
-static NUMBERED_HOST: LazyLock<Regex> =
-    LazyLock::new(|| re(r"^[A-Za-z]+(?:-[A-Za-z]+)*-?\d+(?:-\d+)*$"));
+static NUMBERED_HOST: LazyLock<Regex> = LazyLock::new(|| re(r"^[A-Za-z]+(?:-[A-Za-z]+)*-?\d+(?:-\d+)*$"));
 static HOST_AFTER_WORD: LazyLock<Regex> = LazyLock::new(|| {
-    re(&format!(
-        r"(?i)\b(?:on|node|nodes|host|hostname|nodename|nodelist|server|peer)\b[\s:=]+{HOSTY}"
-    ))
+    re(&format!(r"(?i)\b(?:on|node|nodes|host|hostname|nodename|nodelist|server|peer)\b[\s:=]+{HOSTY}"))
 });
-static HOST_PORT: LazyLock<Regex> =
-    LazyLock::new(|| re(r"\[?\b[A-Za-z][A-Za-z0-9-]*\d[A-Za-z0-9-]*\]?:\d{1,5}\b\]?"));
+static HOST_PORT: LazyLock<Regex> = LazyLock::new(|| re(r"\[?\b[A-Za-z][A-Za-z0-9-]*\d[A-Za-z0-9-]*\]?:\d{1,5}\b\]?"));
 static HOST_TASK: LazyLock<Regex> = LazyLock::new(|| re(&format!(r"\b{HOSTY}: tasks? [\d,\-]+:")));
 static HOST_AT: LazyLock<Regex> = LazyLock::new(|| re(&format!(r"@{HOSTY}")));
 static IDS: LazyLock<Regex> = LazyLock::new(|| {
@@ -80,8 +73,7 @@ static IDS: LazyLock<Regex> = LazyLock::new(|| {
     )
 });
 static HEX: LazyLock<Regex> = LazyLock::new(|| re(r"\b0[xX][0-9a-fA-F]+\b|\b[0-9a-fA-F]{6,}\b"));
-static TMP: LazyLock<Regex> =
-    LazyLock::new(|| re(r"\btmp(?:\.[A-Za-z0-9]{6,}|[A-Za-z0-9_]{6,})\b"));
+static TMP: LazyLock<Regex> = LazyLock::new(|| re(r"\btmp(?:\.[A-Za-z0-9]{6,}|[A-Za-z0-9_]{6,})\b"));
 /// Numbers: one after a keyword whose value matters (kept), a memory size (`<size>`), or any
 /// other number (`<n>`); the kind is told by the match's first and last characters.
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
@@ -107,11 +99,7 @@ static PLURAL: LazyLock<Regex> = LazyLock::new(|| re(r"<n> (?:[\w-]+ )?\w{3,}[^s
 /// ```
 pub fn normalize_line(line: &str) -> String {
     let line = last_rewrite(line);
-    let mut s = if line.contains('\x1b') {
-        strip_ansi_escapes::strip_str(line)
-    } else {
-        line.to_owned()
-    };
+    let mut s = if line.contains('\x1b') { strip_ansi_escapes::strip_str(line) } else { line.to_owned() };
     if !s.is_ascii() {
         s.retain(|c| !('\u{2580}'..='\u{259f}').contains(&c));
     }
@@ -138,21 +126,11 @@ pub fn normalize_line(line: &str) -> String {
     s = apply(s, &PATH, |m| {
         // The match starts with the character before the path, if there is one.
         let path_at = usize::from(!m.starts_with(['/', '~', '.']));
-        let base = if m.ends_with('/') {
-            ""
-        } else {
-            m.rsplit('/').next().unwrap_or("")
-        };
+        let base = if m.ends_with('/') { "" } else { m.rsplit('/').next().unwrap_or("") };
         format!("{}<path>/{base}", &m[..path_at]).into()
     });
     if dots >= 2 {
-        s = apply(s, &FQDN, |m| {
-            if is_fqdn(m) {
-                "<host>".into()
-            } else {
-                m.into()
-            }
-        });
+        s = apply(s, &FQDN, |m| if is_fqdn(m) { "<host>".into() } else { m.into() });
     }
     s = apply(s, &HOST_AFTER_WORD, |m| {
         let host_at = m.rfind([' ', '\t', ':', '=']).map_or(0, |i| i + 1);
@@ -166,19 +144,14 @@ pub fn normalize_line(line: &str) -> String {
             let outer_close = if m.ends_with(']') { "]" } else { "" };
             format!("{open}<host>{inner_close}:<n>{outer_close}").into()
         });
-        s = apply(s, &HOST_TASK, |m| {
-            format!("<host>{}", &m[m.find(':').unwrap_or(0)..]).into()
-        });
+        s = apply(s, &HOST_TASK, |m| format!("<host>{}", &m[m.find(':').unwrap_or(0)..]).into());
     }
     s = apply(s, &HOST_AT, |_| "@<host>".into());
     s = apply(s, &IDS, |m| {
         let value_at = m
             .rfind([' ', '\t', ':', '=', '#'])
             .map(|i| i + 1)
-            .unwrap_or_else(|| {
-                m.find(|c: char| !c.is_ascii_alphabetic() && c != '_')
-                    .unwrap_or(m.len())
-            });
+            .unwrap_or_else(|| m.find(|c: char| !c.is_ascii_alphabetic() && c != '_').unwrap_or(m.len()));
         format!("{}<id>", &m[..value_at]).into()
     });
     if has_hex_run(&s) {
@@ -186,11 +159,7 @@ pub fn normalize_line(line: &str) -> String {
             let digit = m.bytes().any(|b| b.is_ascii_digit());
             let alpha = m.bytes().any(|b| b.is_ascii_alphabetic());
             let prefixed = m.starts_with("0x") || m.starts_with("0X");
-            if prefixed || (digit && alpha) {
-                "<hex>".into()
-            } else {
-                m.into()
-            }
+            if prefixed || (digit && alpha) { "<hex>".into() } else { m.into() }
         });
     }
     s = apply(s, &TMP, |_| "<tmp>".into());
@@ -220,38 +189,25 @@ pub fn normalize_line(line: &str) -> String {
 /// starting like a kept-number keyword of rule 10 (`exit`, `return`, `rc`, `sig`, `errno`,
 /// `status`, `code`, `error`).
 pub(crate) fn shape_key(line: &str) -> Option<Vec<u8>> {
-    const KEYWORDS: [&[u8]; 8] = [
-        b"exit", b"return", b"rc", b"sig", b"errno", b"status", b"code", b"error",
-    ];
+    const KEYWORDS: [&[u8]; 8] = [b"exit", b"return", b"rc", b"sig", b"errno", b"status", b"code", b"error"];
     let bytes = line.as_bytes();
     let word_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
     let keyword_at = |i: usize| {
         matches!(bytes[i] | 0x20, b'e' | b'r' | b's' | b'c')
             && (i == 0 || !word_byte(bytes[i - 1]))
-            && KEYWORDS.iter().any(|k| {
-                bytes[i..]
-                    .get(..k.len())
-                    .is_some_and(|w| w.eq_ignore_ascii_case(k))
-            })
+            && KEYWORDS.iter().any(|k| bytes[i..].get(..k.len()).is_some_and(|w| w.eq_ignore_ascii_case(k)))
     };
     if (0..bytes.len()).any(keyword_at) {
         return None;
     }
-    Some(
-        bytes
-            .iter()
-            .map(|&b| if (b'1'..=b'9').contains(&b) { b'1' } else { b })
-            .collect(),
-    )
+    Some(bytes.iter().map(|&b| if (b'1'..=b'9').contains(&b) { b'1' } else { b }).collect())
 }
 
 /// What a terminal would show of a line rewritten with carriage returns: its last non-blank
 /// part (a CR LF ending is not a rewrite).
 fn last_rewrite(line: &str) -> &str {
     let line = line.trim_end_matches(['\r', '\n']);
-    line.rsplit('\r')
-        .find(|part| !part.trim().is_empty())
-        .unwrap_or("")
+    line.rsplit('\r').find(|part| !part.trim().is_empty()).unwrap_or("")
 }
 
 /// A name with three or more dot-separated labels that is a host, not a module path or a

@@ -72,11 +72,7 @@ impl FromStr for Signature {
     type Err = SignatureError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let hex = s.strip_prefix("sig-").unwrap_or("");
-        if hex.len() == 16
-            && hex
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        {
+        if hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
             Ok(Signature(s.to_owned()))
         } else {
             Err(SignatureError(s.to_owned()))
@@ -143,12 +139,8 @@ pub fn fingerprint(tail: &str, exit_code: Option<i64>) -> Fingerprint {
     let region = region(tail);
     let kinds: Vec<Kind> = region.iter().map(|l| kind(l)).collect();
     let has_key = kinds.iter().any(|&k| k >= Kind::Context);
-    let key_lines: Vec<String> = region
-        .iter()
-        .zip(&kinds)
-        .filter(|&(_, &k)| !has_key || k >= Kind::Context)
-        .map(|(l, _)| l.clone())
-        .collect();
+    let key_lines: Vec<String> =
+        region.iter().zip(&kinds).filter(|&(_, &k)| !has_key || k >= Kind::Context).map(|(l, _)| l.clone()).collect();
     let mut hash = Fnv1a::new();
     hash.write(VERSION_TAG);
     for line in &key_lines {
@@ -165,11 +157,7 @@ pub fn fingerprint(tail: &str, exit_code: Option<i64>) -> Fingerprint {
         None => "no stderr".to_owned(),
         Some((line, _)) => cut_chars(line, SUMMARY_CHARS),
     };
-    Fingerprint {
-        signature: Signature::from_hash(hash.0),
-        summary,
-        key_lines,
-    }
+    Fingerprint { signature: Signature::from_hash(hash.0), summary, key_lines }
 }
 
 /// The last [`REGION_LINES`] distinct normalized lines, oldest first, without progress bars.
@@ -234,10 +222,8 @@ fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("built-in signature patterns are valid")
 }
 
-static PROGRESS: LazyLock<Regex> =
-    LazyLock::new(|| re(r"<n>%\s*\||\[[=#>\-. ]{4,}\]|<n>(?:\.<n>)?\s*(?:it|s)/s\b"));
-static STEP_CANCELLED: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)\*\*\* step \S+ on \S+ cancelled at <ts> \*\*\*"));
+static PROGRESS: LazyLock<Regex> = LazyLock::new(|| re(r"<n>%\s*\||\[[=#>\-. ]{4,}\]|<n>(?:\.<n>)?\s*(?:it|s)/s\b"));
+static STEP_CANCELLED: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\*\*\* step \S+ on \S+ cancelled at <ts> \*\*\*"));
 static LAUNCHER: LazyLock<Regex> = LazyLock::new(|| {
     re(
         r"(?i)exited with exit code|job step aborted|terminating job step|mpirun noticed|primary job\s+terminated|force terminated|one or more processes|has exited due to|^srun: error: .*(?:task|step)",

@@ -108,11 +108,7 @@ const DIFFERENT: &[(&str, &str, &str)] = &[
 fn noise_only_differences_collide() {
     for (what, a, b) in SAME {
         let (fa, fb) = (fingerprint(a, None), fingerprint(b, None));
-        assert_eq!(
-            fa.signature, fb.signature,
-            "{what}:\n{:#?}\n{:#?}",
-            fa.key_lines, fb.key_lines
-        );
+        assert_eq!(fa.signature, fb.signature, "{what}:\n{:#?}\n{:#?}", fa.key_lines, fb.key_lines);
         assert_eq!(fa.summary, fb.summary, "{what}");
     }
 }
@@ -121,26 +117,16 @@ fn noise_only_differences_collide() {
 fn different_failures_do_not_collide() {
     for (what, a, b) in DIFFERENT {
         let (fa, fb) = (fingerprint(a, None), fingerprint(b, None));
-        assert_ne!(
-            fa.signature, fb.signature,
-            "{what}:\n{:#?}\n{:#?}",
-            fa.key_lines, fb.key_lines
-        );
+        assert_ne!(fa.signature, fb.signature, "{what}:\n{:#?}\n{:#?}", fa.key_lines, fb.key_lines);
     }
 }
 
 #[test]
 fn summaries_name_the_cause() {
     let summary = |i: usize| signature_summary(SAME[i].1);
-    assert_eq!(
-        summary(1),
-        "slurmstepd: error: *** JOB <id> ON <host> CANCELLED AT <ts> DUE TO TIME LIMIT ***"
-    );
+    assert_eq!(summary(1), "slurmstepd: error: *** JOB <id> ON <host> CANCELLED AT <ts> DUE TO TIME LIMIT ***");
     assert_eq!(summary(8), "ModuleNotFoundError: No module named <str>");
-    assert_eq!(
-        summary(3),
-        "FileNotFoundError: [Errno 2] No such file or directory: <str>"
-    );
+    assert_eq!(summary(3), "FileNotFoundError: [Errno 2] No such file or directory: <str>");
     assert_eq!(signature_summary(""), "no stderr");
     assert_eq!(signature_summary("\n  \n"), "no stderr");
     let long = format!("RuntimeError: {}", "x".repeat(1000));
@@ -150,46 +136,27 @@ fn summaries_name_the_cause() {
 #[test]
 fn exit_code_counts_only_without_an_error_line() {
     assert_ne!(signature_with("", Some(1)), signature_with("", Some(137)));
-    assert_eq!(
-        signature_with("", Some(137)),
-        signature_with("\n\n", Some(137))
-    );
+    assert_eq!(signature_with("", Some(137)), signature_with("\n\n", Some(137)));
     assert_ne!(signature_with("", Some(137)), signature_with("", None));
     assert_eq!(signature(""), signature_with("", None));
     let chatter = "step 1 loss 0.5\nstep 2 loss 0.4\n";
-    assert_ne!(
-        signature_with(chatter, Some(137)),
-        signature_with(chatter, Some(143))
-    );
+    assert_ne!(signature_with(chatter, Some(137)), signature_with(chatter, Some(143)));
     let error = "RuntimeError: boom\n";
-    assert_eq!(
-        signature_with(error, Some(1)),
-        signature_with(error, Some(137))
-    );
+    assert_eq!(signature_with(error, Some(1)), signature_with(error, Some(137)));
 }
 
 #[test]
 fn region_dedupes_and_looks_at_the_end() {
-    let many_ranks: String = (0..64)
-        .map(|r| format!("[rank{r}]: RuntimeError: NCCL error\n"))
-        .collect();
-    assert_eq!(
-        signature(&many_ranks),
-        signature("[rank0]: RuntimeError: NCCL error\n")
-    );
+    let many_ranks: String = (0..64).map(|r| format!("[rank{r}]: RuntimeError: NCCL error\n")).collect();
+    assert_eq!(signature(&many_ranks), signature("[rank0]: RuntimeError: NCCL error\n"));
     // What happened long before the end does not matter.
-    let chatter: String = [
-        "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
-    ]
-    .iter()
-    .map(|w| format!("loading {w}\n"))
-    .collect();
+    let chatter: String = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
+        .iter()
+        .map(|w| format!("loading {w}\n"))
+        .collect();
     let early = format!("ValueError: early\n{chatter}");
     let later = format!("TypeError: different\n{chatter}");
-    assert_eq!(
-        signature(&format!("{early}RuntimeError: end\n")),
-        signature(&format!("{later}RuntimeError: end\n"))
-    );
+    assert_eq!(signature(&format!("{early}RuntimeError: end\n")), signature(&format!("{later}RuntimeError: end\n")));
 }
 
 #[test]
@@ -199,10 +166,7 @@ fn metric_names_are_not_errors() {
     let end = "RuntimeError: NCCL communicator was aborted\n";
     let with_metrics = format!("step 10 val_error 0.31 train_error_rate 0.2\n{end}");
     assert_eq!(signature(&with_metrics), signature(end));
-    assert_eq!(
-        fingerprint(&with_metrics, None).key_lines,
-        vec!["RuntimeError: NCCL communicator was aborted"]
-    );
+    assert_eq!(fingerprint(&with_metrics, None).key_lines, vec!["RuntimeError: NCCL communicator was aborted"]);
 }
 
 #[test]
@@ -211,10 +175,7 @@ fn signatures_are_stable() {
     // changelog, as stored groupings and agent plans refer to signatures.
     let tail = SAME[3].1;
     assert_eq!(signature(tail).as_str(), "sig-fe3b8d4dc083d1a8");
-    assert_eq!(
-        signature_with("", Some(137)).as_str(),
-        "sig-f5a51a123bbf82a6"
-    );
+    assert_eq!(signature_with("", Some(137)).as_str(), "sig-f5a51a123bbf82a6");
 }
 
 #[test]
@@ -223,20 +184,11 @@ fn signature_text_form() {
     let text = sig.to_string();
     assert!(text.starts_with("sig-") && text.len() == 20);
     assert_eq!(text.parse::<Signature>().unwrap(), sig);
-    for bad in [
-        "",
-        "sig-",
-        "sig-1A2B3C4D5E6F7A8B",
-        "sig-1a2b3c4d5e6f7a8",
-        "xyz-1a2b3c4d5e6f7a8b",
-        "sig-1a2b3c4d5e6f7a8g",
-    ] {
+    for bad in
+        ["", "sig-", "sig-1A2B3C4D5E6F7A8B", "sig-1a2b3c4d5e6f7a8", "xyz-1a2b3c4d5e6f7a8b", "sig-1a2b3c4d5e6f7a8g"]
+    {
         let err = bad.parse::<Signature>().unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("expected `sig-` and 16 lowercase hex digits"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("expected `sig-` and 16 lowercase hex digits"), "{err}");
     }
     let json = serde_json::to_string(&sig).unwrap();
     assert_eq!(json, format!("\"{text}\""));

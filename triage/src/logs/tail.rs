@@ -45,10 +45,7 @@ pub struct TailOptions {
 
 impl Default for TailOptions {
     fn default() -> Self {
-        TailOptions {
-            max_bytes: 1024 * 1024,
-            max_line_bytes: 64 * 1024,
-        }
+        TailOptions { max_bytes: 1024 * 1024, max_line_bytes: 64 * 1024 }
     }
 }
 
@@ -152,11 +149,7 @@ pub fn tail_bytes(path: &Path, n: u64, opts: &TailOptions) -> Result<Tail, TailE
 }
 
 /// [`tail_lines`] over any seekable reader (errors name the file `<reader>`).
-pub fn tail_lines_from<R: Read + Seek>(
-    reader: R,
-    n: usize,
-    opts: &TailOptions,
-) -> Result<Tail, TailError> {
+pub fn tail_lines_from<R: Read + Seek>(reader: R, n: usize, opts: &TailOptions) -> Result<Tail, TailError> {
     tail_lines_with_block(reader, n, opts, BLOCK_SIZE)
 }
 
@@ -171,11 +164,7 @@ pub(crate) fn tail_lines_with_block<R: Read + Seek>(
 }
 
 /// [`tail_bytes`] over any seekable reader (errors name the file `<reader>`).
-pub fn tail_bytes_from<R: Read + Seek>(
-    mut reader: R,
-    n: u64,
-    opts: &TailOptions,
-) -> Result<Tail, TailError> {
+pub fn tail_bytes_from<R: Read + Seek>(mut reader: R, n: u64, opts: &TailOptions) -> Result<Tail, TailError> {
     scan_bytes(&mut reader, n, opts).map_err(|e| io_error(Path::new("<reader>"), e))
 }
 
@@ -184,16 +173,11 @@ fn open(path: &Path) -> Result<File, TailError> {
     let meta = file.metadata().map_err(|e| io_error(path, e))?;
     let kind = meta.file_type();
     if kind.is_dir() {
-        return Err(TailError::IsDirectory {
-            path: path.to_path_buf(),
-        });
+        return Err(TailError::IsDirectory { path: path.to_path_buf() });
     }
     if !kind.is_file() {
         let kind = "a device, pipe or socket";
-        return Err(TailError::NotAFile {
-            path: path.to_path_buf(),
-            kind,
-        });
+        return Err(TailError::NotAFile { path: path.to_path_buf(), kind });
     }
     Ok(file)
 }
@@ -218,19 +202,10 @@ struct Piece {
     cut: Option<(u64, bool)>,
 }
 
-fn scan_lines<R: Read + Seek>(
-    reader: &mut R,
-    n: usize,
-    opts: &TailOptions,
-    block: usize,
-) -> io::Result<Tail> {
+fn scan_lines<R: Read + Seek>(reader: &mut R, n: usize, opts: &TailOptions, block: usize) -> io::Result<Tail> {
     let len = reader.seek(SeekFrom::End(0))?;
     if n == 0 || len == 0 {
-        return Ok(Tail {
-            file_len: len,
-            start_offset: len,
-            ..Tail::default()
-        });
+        return Ok(Tail { file_len: len, start_offset: len, ..Tail::default() });
     }
     let max_bytes = opts.max_bytes.max(1);
     let max_line = (opts.max_line_bytes.max(1) as u64).min(max_bytes);
@@ -239,11 +214,7 @@ fn scan_lines<R: Read + Seek>(
     let mut line_end = len;
     // `[.., scan)` is where the newline ending the previous line is looked for; a final
     // newline ends the last line and is not searched.
-    let mut scan = if back.byte(len - 1) == Some(b'\n') {
-        len - 1
-    } else {
-        len
-    };
+    let mut scan = if back.byte(len - 1) == Some(b'\n') { len - 1 } else { len };
     let mut pieces: Vec<Piece> = Vec::new();
     let mut kept: u64 = 0;
     loop {
@@ -281,18 +252,10 @@ fn scan_lines<R: Read + Seek>(
 /// line's true start (else only a bound).
 fn keep_end(start: u64, end: u64, limit: u64, exact: bool) -> Piece {
     if end - start <= limit && exact {
-        return Piece {
-            start,
-            end,
-            cut: None,
-        };
+        return Piece { start, end, cut: None };
     }
     let from = end - limit.min(end - start);
-    Piece {
-        start: from,
-        end,
-        cut: Some((from - start, exact)),
-    }
+    Piece { start: from, end, cut: Some((from - start, exact)) }
 }
 
 fn assemble<R>(back: &Backward<'_, R>, mut pieces: Vec<Piece>, len: u64) -> Tail {
@@ -308,11 +271,7 @@ fn assemble<R>(back: &Backward<'_, R>, mut pieces: Vec<Piece>, len: u64) -> Tail
     for piece in &pieces {
         if let Some((removed, exact)) = piece.cut {
             tail.truncated = true;
-            tail.cuts.push(Cut {
-                at: tail.bytes.len(),
-                removed,
-                exact,
-            });
+            tail.cuts.push(Cut { at: tail.bytes.len(), removed, exact });
         }
         back.copy_range(piece.start, piece.end, &mut tail.bytes);
     }
@@ -327,25 +286,9 @@ fn scan_bytes<R: Read + Seek>(reader: &mut R, n: u64, opts: &TailOptions) -> io:
     let mut bytes = vec![0; usize::try_from(keep).map_err(io::Error::other)?];
     reader.seek(SeekFrom::Start(start))?;
     read_exact_or_shrank(reader, &mut bytes, len)?;
-    let lines = bytes.iter().filter(|&&b| b == b'\n').count()
-        + usize::from(bytes.last().is_some_and(|&b| b != b'\n'));
-    let cuts = if keep < want {
-        vec![Cut {
-            at: 0,
-            removed: want - keep,
-            exact: true,
-        }]
-    } else {
-        Vec::new()
-    };
-    Ok(Tail {
-        bytes,
-        lines,
-        file_len: len,
-        start_offset: start,
-        truncated: !cuts.is_empty(),
-        cuts,
-    })
+    let lines = bytes.iter().filter(|&&b| b == b'\n').count() + usize::from(bytes.last().is_some_and(|&b| b != b'\n'));
+    let cuts = if keep < want { vec![Cut { at: 0, removed: want - keep, exact: true }] } else { Vec::new() };
+    Ok(Tail { bytes, lines, file_len: len, start_offset: start, truncated: !cuts.is_empty(), cuts })
 }
 
 #[cfg(test)]

@@ -34,52 +34,26 @@ fn bytes_read_follow_the_tail_not_the_file() {
     let mut i = 0u64;
     while data.len() < 64 << 20 {
         data.extend_from_slice(
-            format!(
-                "[rank{}] step {i} loss 0.{} lr 3e-4 {}\n",
-                i % 8,
-                i % 997,
-                "x".repeat((i % 300) as usize)
-            )
-            .as_bytes(),
+            format!("[rank{}] step {i} loss 0.{} lr 3e-4 {}\n", i % 8, i % 997, "x".repeat((i % 300) as usize))
+                .as_bytes(),
         );
         i += 1;
     }
-    let mut reader = Counting {
-        inner: Cursor::new(&data),
-        read: 0,
-    };
+    let mut reader = Counting { inner: Cursor::new(&data), read: 0 };
     let tail = tail_lines_from(&mut reader, 50, &TailOptions::default()).unwrap();
     assert_eq!(tail.lines, 50);
-    assert!(
-        reader.read <= tail.bytes.len() as u64 + BLOCK_SIZE as u64,
-        "read {}",
-        reader.read
-    );
+    assert!(reader.read <= tail.bytes.len() as u64 + BLOCK_SIZE as u64, "read {}", reader.read);
 
     let one_line = vec![b'z'; 64 << 20];
-    let mut reader = Counting {
-        inner: Cursor::new(&one_line),
-        read: 0,
-    };
+    let mut reader = Counting { inner: Cursor::new(&one_line), read: 0 };
     let tail = tail_lines_from(&mut reader, 50, &TailOptions::default()).unwrap();
     assert!(tail.truncated);
-    assert!(
-        reader.read <= tail.bytes.len() as u64 + BLOCK_SIZE as u64,
-        "read {}",
-        reader.read
-    );
+    assert!(reader.read <= tail.bytes.len() as u64 + BLOCK_SIZE as u64, "read {}", reader.read);
 
-    let mut reader = Counting {
-        inner: Cursor::new(&data),
-        read: 0,
-    };
+    let mut reader = Counting { inner: Cursor::new(&data), read: 0 };
     let tail = tail_lines_from(&mut reader, 1_000_000, &TailOptions::default()).unwrap();
     assert_eq!(tail.bytes.len(), 1 << 20);
-    assert!(
-        reader.read <= tail.bytes.len() as u64 + BLOCK_SIZE as u64,
-        "read {}",
-        reader.read
-    );
+    assert!(reader.read <= tail.bytes.len() as u64 + BLOCK_SIZE as u64, "read {}", reader.read);
 }
 
 #[test]
@@ -95,10 +69,7 @@ fn file_appended_while_tailing_gives_a_consistent_tail() {
             let mut rng = Rng(0x5EED_0003);
             let mut i = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                let line = format!(
-                    "attempt output line {i} {}\n",
-                    "y".repeat(rng.below(200) as usize)
-                );
+                let line = format!("attempt output line {i} {}\n", "y".repeat(rng.below(200) as usize));
                 // Write in two pieces so a reader can see half a line.
                 let split = rng.below(line.len() as u64) as usize;
                 file.write_all(&line.as_bytes()[..split]).unwrap();
@@ -136,16 +107,8 @@ fn shrinking_file_is_an_error_not_garbage() {
             }
         }
     }
-    let err = tail_lines_from(
-        Liar(Cursor::new(b"short\n".to_vec())),
-        3,
-        &TailOptions::default(),
-    )
-    .unwrap_err();
-    assert!(
-        matches!(err, TailError::Shrank { len: 1000, .. }),
-        "{err:?}"
-    );
+    let err = tail_lines_from(Liar(Cursor::new(b"short\n".to_vec())), 3, &TailOptions::default()).unwrap_err();
+    assert!(matches!(err, TailError::Shrank { len: 1000, .. }), "{err:?}");
     assert!(err.to_string().contains("shrank"), "{err}");
 }
 
@@ -155,10 +118,7 @@ fn errors_name_the_path_and_the_cause() {
     let missing = dir.path().join("nope.log");
     let err = tail_lines(&missing, 5, &TailOptions::default()).unwrap_err();
     assert!(matches!(err, TailError::NotFound { .. }));
-    assert!(
-        err.to_string().contains("nope.log") && err.to_string().contains("no such file"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("nope.log") && err.to_string().contains("no such file"), "{err}");
 
     let err = tail_lines(dir.path(), 5, &TailOptions::default()).unwrap_err();
     assert!(matches!(err, TailError::IsDirectory { .. }), "{err:?}");

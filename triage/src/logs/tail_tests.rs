@@ -8,10 +8,7 @@ use std::process::Command;
 
 use super::*;
 
-const UNCAPPED: TailOptions = TailOptions {
-    max_bytes: u64::MAX,
-    max_line_bytes: usize::MAX,
-};
+const UNCAPPED: TailOptions = TailOptions { max_bytes: u64::MAX, max_line_bytes: usize::MAX };
 
 /// xorshift64*: a small deterministic generator, so a failing case can be replayed.
 pub(super) struct Rng(pub(super) u64);
@@ -52,16 +49,8 @@ fn random_file(rng: &mut Rng) -> Vec<u8> {
 }
 
 fn gnu_tail(args: &[&str], path: &Path) -> Vec<u8> {
-    let out = Command::new("tail")
-        .args(args)
-        .arg(path)
-        .output()
-        .expect("GNU tail runs");
-    assert!(
-        out.status.success(),
-        "tail {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Command::new("tail").args(args).arg(path).output().expect("GNU tail runs");
+    assert!(out.status.success(), "tail {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
     out.stdout
 }
 
@@ -75,11 +64,7 @@ pub(super) fn naive_tail(data: &[u8], n: usize) -> &[u8] {
             None => return data,
         }
     }
-    if n == 0 {
-        &data[data.len()..]
-    } else {
-        &data[start + 1..]
-    }
+    if n == 0 { &data[data.len()..] } else { &data[start + 1..] }
 }
 
 #[test]
@@ -90,32 +75,19 @@ fn lines_match_gnu_tail_on_random_files() {
         let data = random_file(&mut rng);
         let path = dir.path().join(format!("case{case}.log"));
         fs::write(&path, &data).unwrap();
-        let total_lines = data.split(|&b| b == b'\n').count()
-            - usize::from(data.ends_with(b"\n") || data.is_empty());
+        let total_lines = data.split(|&b| b == b'\n').count() - usize::from(data.ends_with(b"\n") || data.is_empty());
         for n in [0, 1, 2, 5, 17, total_lines, total_lines + 3] {
             let expected = gnu_tail(&["-n", &n.to_string()], &path);
-            assert_eq!(
-                naive_tail(&data, n),
-                &expected[..],
-                "reference disagrees with GNU, case {case} n {n}"
-            );
+            assert_eq!(naive_tail(&data, n), &expected[..], "reference disagrees with GNU, case {case} n {n}");
             for block in [1, 2, 3, 7, 64, 4096] {
                 let tail = tail_lines_with_block(Cursor::new(&data), n, &UNCAPPED, block).unwrap();
                 assert_eq!(tail.bytes, expected, "case {case} n {n} block {block}");
                 assert!(!tail.truncated && tail.cuts.is_empty());
-                assert_eq!(
-                    tail.lines,
-                    n.min(total_lines),
-                    "case {case} n {n} block {block}"
-                );
+                assert_eq!(tail.lines, n.min(total_lines), "case {case} n {n} block {block}");
                 assert_eq!(tail.file_len, data.len() as u64);
                 assert_eq!(tail.start_offset, (data.len() - expected.len()) as u64);
             }
-            assert_eq!(
-                tail_lines(&path, n, &UNCAPPED).unwrap().bytes,
-                expected,
-                "file, case {case} n {n}"
-            );
+            assert_eq!(tail_lines(&path, n, &UNCAPPED).unwrap().bytes, expected, "file, case {case} n {n}");
         }
     }
 }
@@ -134,18 +106,14 @@ fn bytes_match_gnu_tail_c() {
             assert_eq!(tail.bytes, expected, "case {case} n {n}");
             assert!(!tail.truncated);
             let lines = expected.iter().filter(|&&b| b == b'\n').count();
-            assert_eq!(
-                tail.lines,
-                lines + usize::from(!expected.is_empty() && !expected.ends_with(b"\n"))
-            );
+            assert_eq!(tail.lines, lines + usize::from(!expected.is_empty() && !expected.ends_with(b"\n")));
         }
     }
 }
 
 #[test]
 fn small_cases() {
-    let t =
-        |data: &[u8], n| tail_lines_from(Cursor::new(data), n, &TailOptions::default()).unwrap();
+    let t = |data: &[u8], n| tail_lines_from(Cursor::new(data), n, &TailOptions::default()).unwrap();
     assert_eq!(t(b"", 5).bytes, b"");
     assert_eq!(t(b"", 5).lines, 0);
     assert_eq!(t(b"a\nb\n", 0).bytes, b"");
@@ -158,10 +126,7 @@ fn small_cases() {
     assert_eq!(bad.bytes, b"\xff\xfeend\n");
     assert_eq!(bad.text(), "\u{fffd}\u{fffd}end\n");
     let bytes = tail_bytes_from(Cursor::new(b"hello"), 3, &TailOptions::default()).unwrap();
-    assert_eq!(
-        (bytes.bytes.as_slice(), bytes.start_offset, bytes.lines),
-        (&b"llo"[..], 2, 1)
-    );
+    assert_eq!((bytes.bytes.as_slice(), bytes.start_offset, bytes.lines), (&b"llo"[..], 2, 1));
 }
 
 #[test]
@@ -182,24 +147,11 @@ fn five_megabyte_single_line_is_capped_at_its_end() {
     let cut = tail.cuts[0];
     assert_eq!((cut.at, cut.exact), (0, false));
     assert!(cut.removed > 0 && cut.removed <= tail.start_offset);
-    assert!(
-        tail.text()
-            .starts_with(&format!("[… at least {} bytes cut …]", cut.removed))
-    );
+    assert!(tail.text().starts_with(&format!("[… at least {} bytes cut …]", cut.removed)));
     // Small enough to find the line start within a block: the cut is exact.
     let whole = tail_lines_with_block(Cursor::new(&data), 1, &opts, 8 << 20).unwrap();
-    assert_eq!(
-        whole.cuts,
-        vec![Cut {
-            at: 0,
-            removed: (data.len() - opts.max_line_bytes) as u64,
-            exact: true
-        }]
-    );
-    assert!(whole.text().starts_with(&format!(
-        "[… {} bytes cut …]",
-        data.len() - opts.max_line_bytes
-    )));
+    assert_eq!(whole.cuts, vec![Cut { at: 0, removed: (data.len() - opts.max_line_bytes) as u64, exact: true }]);
+    assert!(whole.text().starts_with(&format!("[… {} bytes cut …]", data.len() - opts.max_line_bytes)));
 }
 
 #[test]
@@ -207,21 +159,11 @@ fn long_line_in_the_middle() {
     let mut data = b"a\n".to_vec();
     data.extend(std::iter::repeat_n(b'X', 100));
     data.extend_from_slice(b"\nb\nc\n");
-    let opts = TailOptions {
-        max_bytes: 1 << 20,
-        max_line_bytes: 10,
-    };
+    let opts = TailOptions { max_bytes: 1 << 20, max_line_bytes: 10 };
     // Everything in one block: the long line's start is known, the cut is exact, the scan goes on.
     let tail = tail_lines_with_block(Cursor::new(&data), 10, &opts, 4096).unwrap();
     assert_eq!(tail.bytes, b"a\nXXXXXXXXX\nb\nc\n");
-    assert_eq!(
-        tail.cuts,
-        vec![Cut {
-            at: 2,
-            removed: 91,
-            exact: true
-        }]
-    );
+    assert_eq!(tail.cuts, vec![Cut { at: 2, removed: 91, exact: true }]);
     assert_eq!((tail.lines, tail.start_offset), (4, 0));
     assert_eq!(tail.text(), "a\n[… 91 bytes cut …]XXXXXXXXX\nb\nc\n");
     // Small blocks: the start is not read, the scan stops at the long line.
@@ -234,13 +176,8 @@ fn long_line_in_the_middle() {
 
 #[test]
 fn max_bytes_keeps_the_end() {
-    let data: Vec<u8> = (0..1000)
-        .flat_map(|i| format!("line number {i}\n").into_bytes())
-        .collect();
-    let opts = TailOptions {
-        max_bytes: 100,
-        max_line_bytes: 64 * 1024,
-    };
+    let data: Vec<u8> = (0..1000).flat_map(|i| format!("line number {i}\n").into_bytes()).collect();
+    let opts = TailOptions { max_bytes: 100, max_line_bytes: 64 * 1024 };
     for block in [7, 64, 4096] {
         let tail = tail_lines_with_block(Cursor::new(&data), 50, &opts, block).unwrap();
         assert_eq!(tail.bytes, &data[data.len() - 100..], "block {block}");
@@ -250,13 +187,6 @@ fn max_bytes_keeps_the_end() {
         assert_eq!(tail.lines, 7);
         let bytes = tail_bytes_from(Cursor::new(&data), 500, &opts).unwrap();
         assert_eq!(bytes.bytes, &data[data.len() - 100..]);
-        assert_eq!(
-            bytes.cuts,
-            vec![Cut {
-                at: 0,
-                removed: 400,
-                exact: true
-            }]
-        );
+        assert_eq!(bytes.cuts, vec![Cut { at: 0, removed: 400, exact: true }]);
     }
 }

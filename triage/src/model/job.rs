@@ -163,10 +163,7 @@ impl SchedulerState {
     /// Whether the scheduler, not the job, ended the attempt (counts against the larger
     /// preemption budget, seed 003).
     pub fn is_infrastructure(self) -> bool {
-        matches!(
-            self,
-            SchedulerState::Preempted | SchedulerState::NodeFail | SchedulerState::BootFail
-        )
+        matches!(self, SchedulerState::Preempted | SchedulerState::NodeFail | SchedulerState::BootFail)
     }
 }
 
@@ -178,7 +175,9 @@ impl fmt::Display for SchedulerState {
 
 /// Error for a scheduler state name triage does not know.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown scheduler state `{0}`; expected one of PREEMPTED, NODE_FAIL, OUT_OF_MEMORY, TIMEOUT, BOOT_FAIL, DEADLINE, CANCELLED, FAILED")]
+#[error(
+    "unknown scheduler state `{0}`; expected one of PREEMPTED, NODE_FAIL, OUT_OF_MEMORY, TIMEOUT, BOOT_FAIL, DEADLINE, CANCELLED, FAILED"
+)]
 pub struct UnknownSchedulerState(pub String);
 
 impl FromStr for SchedulerState {
@@ -191,10 +190,7 @@ impl FromStr for SchedulerState {
             "CANCELED" => "CANCELLED",
             other => other,
         };
-        Self::ALL
-            .into_iter()
-            .find(|st| st.as_str() == norm)
-            .ok_or_else(|| UnknownSchedulerState(s.to_string()))
+        Self::ALL.into_iter().find(|st| st.as_str() == norm).ok_or_else(|| UnknownSchedulerState(s.to_string()))
     }
 }
 
@@ -210,10 +206,7 @@ impl Job {
 
     /// The record of attempt `attempt_id` (latest run first), if it exists.
     pub fn attempt(&self, attempt_id: u32) -> Option<&Attempt> {
-        self.attempts
-            .iter()
-            .filter(|a| a.attempt_id == attempt_id)
-            .max_by_key(|a| a.run_id)
+        self.attempts.iter().filter(|a| a.attempt_id == attempt_id).max_by_key(|a| a.run_id)
     }
 }
 
@@ -247,7 +240,8 @@ impl Workflow {
             }
             for dep in &job.depends_on {
                 if !ids.contains(dep) {
-                    problems.push(format!("job {}: `depends_on` names job {dep}, which is not in this workflow", job.id));
+                    problems
+                        .push(format!("job {}: `depends_on` names job {dep}, which is not in this workflow", job.id));
                 } else if *dep == job.id {
                     problems.push(format!("job {}: depends on itself", job.id));
                 }

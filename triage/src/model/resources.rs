@@ -13,9 +13,13 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// Why a memory or runtime string was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ResourceError {
-    #[error("invalid memory `{input}`: {why}; write a positive number with a unit, like `512m`, `8g` or `1.5t` (k, m, g, t; binary multiples)")]
+    #[error(
+        "invalid memory `{input}`: {why}; write a positive number with a unit, like `512m`, `8g` or `1.5t` (k, m, g, t; binary multiples)"
+    )]
     Memory { input: String, why: &'static str },
-    #[error("invalid runtime `{input}`: {why}; write an ISO-8601 duration like `PT30M`, `PT2H` or `P1DT12H` (or `2h 30m`)")]
+    #[error(
+        "invalid runtime `{input}`: {why}; write an ISO-8601 duration like `PT30M`, `PT2H` or `P1DT12H` (or `2h 30m`)"
+    )]
     Runtime { input: String, why: String },
 }
 
@@ -128,9 +132,7 @@ impl FromStr for Runtime {
             return Err(err("years and months have no fixed length".into()));
         }
         let relative = jiff::SpanRelativeTo::days_are_24_hours();
-        let total = span
-            .total((jiff::Unit::Second, relative))
-            .map_err(|e| err(e.to_string()))?;
+        let total = span.total((jiff::Unit::Second, relative)).map_err(|e| err(e.to_string()))?;
         if !total.is_finite() || total <= 0.0 {
             return Err(err("it must be longer than zero".into()));
         }

@@ -106,7 +106,9 @@ impl fmt::Display for JobStatus {
 
 /// Error for a status name that is not one of the eleven.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown job status `{0}`; expected one of: uninitialized, blocked, ready, pending, running, completed, failed, canceled, terminated, disabled, pending_failed (or 0-10)")]
+#[error(
+    "unknown job status `{0}`; expected one of: uninitialized, blocked, ready, pending, running, completed, failed, canceled, terminated, disabled, pending_failed (or 0-10)"
+)]
 pub struct UnknownStatus(pub String);
 
 impl FromStr for JobStatus {
@@ -118,10 +120,7 @@ impl FromStr for JobStatus {
             return JobStatus::from_i32(n).ok_or_else(|| UnknownStatus(s.to_string()));
         }
         let lower = t.to_ascii_lowercase().replace('-', "_");
-        JobStatus::ALL
-            .into_iter()
-            .find(|st| st.as_str() == lower)
-            .ok_or_else(|| UnknownStatus(s.to_string()))
+        JobStatus::ALL.into_iter().find(|st| st.as_str() == lower).ok_or_else(|| UnknownStatus(s.to_string()))
     }
 }
 

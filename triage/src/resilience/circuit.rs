@@ -51,7 +51,9 @@ pub enum Decision {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CircuitError {
-    #[error("circuit state {path}: {why}; fix or delete the file (`triage circuit reset` clears it), or set TRIAGE_STATE_DIR to another folder")]
+    #[error(
+        "circuit state {path}: {why}; fix or delete the file (`triage circuit reset` clears it), or set TRIAGE_STATE_DIR to another folder"
+    )]
     State { path: PathBuf, why: String },
 }
 
@@ -198,7 +200,7 @@ mod tests {
         // A second book on the same directory (another CI run) sees it too.
         let other = CircuitBook::new(tmp.path(), 3, Duration::ZERO);
         assert_eq!(other.check("claude").unwrap(), Decision::Probe);
-        assert_eq!(other.record_failure("claude", "still down").unwrap(), None, "half-open failure reopens");
+        assert_eq!(other.record_failure("claude", "still down").unwrap(), Some(BreakerState::Open), "half-open failure reopens");
         assert_eq!(other.list().unwrap()["claude"].state, BreakerState::Open);
         assert_eq!(other.check("claude").unwrap(), Decision::Probe);
         assert_eq!(other.record_success("claude").unwrap(), Some(BreakerState::HalfOpen));

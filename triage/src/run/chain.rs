@@ -29,7 +29,12 @@ impl AgentChoice {
     }
 }
 
-pub async fn choose(engine: &Engine, opts: &RunOptions, evidence: &[Evidence], emit: &mut impl FnMut(RunEvent)) -> AgentChoice {
+pub async fn choose(
+    engine: &Engine,
+    opts: &RunOptions,
+    evidence: &[Evidence],
+    emit: &mut impl FnMut(RunEvent),
+) -> AgentChoice {
     let rules_in_chain = opts.chain.contains(&AgentKind::Rules);
     let book = CircuitBook::new(
         &opts.state_dir,
@@ -41,7 +46,11 @@ pub async fn choose(engine: &Engine, opts: &RunOptions, evidence: &[Evidence], e
         let kind = if *requested == AgentKind::Auto {
             let found = AgentKind::resolve_auto();
             if found == AgentKind::Rules {
-                emit(RunEvent::now("degraded", "auto", "no agent CLI (claude, copilot, codex, gemini) on PATH: using the built-in catalog classifier"));
+                emit(RunEvent::now(
+                    "degraded",
+                    "auto",
+                    "no agent CLI (claude, copilot, codex, gemini) on PATH: using the built-in catalog classifier",
+                ));
             }
             found
         } else {
@@ -49,7 +58,11 @@ pub async fn choose(engine: &Engine, opts: &RunOptions, evidence: &[Evidence], e
         };
         if kind == AgentKind::Rules {
             if position > 0 {
-                emit(RunEvent::now("degraded", "rules", "every agent before it failed: using the built-in catalog classifier"));
+                emit(RunEvent::now(
+                    "degraded",
+                    "rules",
+                    "every agent before it failed: using the built-in catalog classifier",
+                ));
             }
             let proposals = evidence
                 .iter()
@@ -64,10 +77,14 @@ pub async fn choose(engine: &Engine, opts: &RunOptions, evidence: &[Evidence], e
                 Ok(Decision::Allow) => {}
                 Ok(Decision::Probe) => emit(RunEvent::now("circuit_half_open", &name, "cooldown over: one probe run")),
                 Ok(Decision::Refuse { until, last_error }) => {
-                    emit(RunEvent::now("circuit_open", &name, format!(
-                        "skipped: its circuit is open until {until} (last error: {}); `triage circuit reset {name}` clears it",
-                        last_error.unwrap_or_default()
-                    )));
+                    emit(RunEvent::now(
+                        "circuit_open",
+                        &name,
+                        format!(
+                            "skipped: its circuit is open until {until} (last error: {}); `triage circuit reset {name}` clears it",
+                            last_error.unwrap_or_default()
+                        ),
+                    ));
                     continue;
                 }
                 Err(e) => emit(RunEvent::now("warning", &name, e.to_string())),
@@ -84,10 +101,14 @@ pub async fn choose(engine: &Engine, opts: &RunOptions, evidence: &[Evidence], e
             }
             Err(failure) => {
                 if use_breaker && let Ok(Some(BreakerState::Open)) = book.record_failure(&name, &failure.to_string()) {
-                    emit(RunEvent::now("circuit_open", &name, format!(
-                        "opened after {} consecutive failed runs; later runs skip it for {} s",
-                        engine.policy.resilience.breaker_failures, engine.policy.resilience.breaker_cooldown_secs
-                    )));
+                    emit(RunEvent::now(
+                        "circuit_open",
+                        &name,
+                        format!(
+                            "opened after {} consecutive failed runs; later runs skip it for {} s",
+                            engine.policy.resilience.breaker_failures, engine.policy.resilience.breaker_cooldown_secs
+                        ),
+                    ));
                 }
                 let next = opts.chain.get(position + 1).map(|k| k.as_str()).unwrap_or("a person (needs review)");
                 emit(RunEvent::now("fallback", &name, format!("{failure}; falling back to {next}")));
@@ -138,9 +159,16 @@ async fn attempt_with_retries(
 }
 
 /// One agent run: write its files, spawn it, judge its output, read its proposals.
-async fn once(engine: &Engine, opts: &RunOptions, kind: AgentKind, n: u32) -> Result<BTreeMap<i64, Proposal>, AgentFailure> {
+async fn once(
+    engine: &Engine,
+    opts: &RunOptions,
+    kind: AgentKind,
+    n: u32,
+) -> Result<BTreeMap<i64, Proposal>, AgentFailure> {
     let name = kind.as_str();
-    let io = |e: std::io::Error| AgentFailure::Crashed(format!("cannot prepare the run in {}: {e}", opts.work_dir.display()));
+    let io = |e: std::io::Error| {
+        AgentFailure::Crashed(format!("cannot prepare the run in {}: {e}", opts.work_dir.display()))
+    };
     std::fs::create_dir_all(&opts.work_dir).map_err(io)?;
     let proposals_file = opts.work_dir.join(format!("{name}-{n}.proposals.jsonl"));
     let _ = std::fs::remove_file(&proposals_file);
@@ -157,10 +185,10 @@ async fn once(engine: &Engine, opts: &RunOptions, kind: AgentKind, n: u32) -> Re
         workflow_id: opts.workflow_id,
         mcp_command: opts.mcp_command.clone(),
         mcp_args,
-        prompt: prompts::render(&opts.prompt_template, &[
-            ("workflow_id", &opts.workflow_id.to_string()),
-            ("apply_note", prompts::PROPOSE_ONLY_NOTE),
-        ]),
+        prompt: prompts::render(
+            &opts.prompt_template,
+            &[("workflow_id", &opts.workflow_id.to_string()), ("apply_note", prompts::PROPOSE_ONLY_NOTE)],
+        ),
         work_dir: opts.work_dir.clone(),
         timeout: Duration::from_secs(engine.policy.resilience.agent_timeout_secs),
         max_turns: opts.max_turns,

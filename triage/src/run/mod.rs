@@ -41,7 +41,11 @@ pub struct RunOptions {
 }
 
 /// Run the whole job; `on_event` sees each event as it happens (for progress display).
-pub async fn run(engine: &Engine, opts: &RunOptions, on_event: &(dyn Fn(&RunEvent) + Sync)) -> Result<Plan, BackendError> {
+pub async fn run(
+    engine: &Engine,
+    opts: &RunOptions,
+    on_event: &(dyn Fn(&RunEvent) + Sync),
+) -> Result<Plan, BackendError> {
     let mut events = Vec::new();
     let mut emit = |e: RunEvent| {
         on_event(&e);
@@ -49,13 +53,21 @@ pub async fn run(engine: &Engine, opts: &RunOptions, on_event: &(dyn Fn(&RunEven
     };
     let info = engine.backend.workflow(opts.workflow_id).await?;
     if !info.use_pending_failed {
-        emit(RunEvent::now("warning", &engine.backend.describe(), format!(
-            "workflow {} has use_pending_failed = false: failed jobs go straight to failed and nothing new will reach pending_failed",
-            info.id
-        )));
+        emit(RunEvent::now(
+            "warning",
+            &engine.backend.describe(),
+            format!(
+                "workflow {} has use_pending_failed = false: failed jobs go straight to failed and nothing new will reach pending_failed",
+                info.id
+            ),
+        ));
     }
     let (_, evidence) = engine.pending(opts.workflow_id).await?;
-    emit(RunEvent::now("progress", "triage", format!("{} pending_failed jobs in workflow {}", evidence.len(), info.id)));
+    emit(RunEvent::now(
+        "progress",
+        "triage",
+        format!("{} pending_failed jobs in workflow {}", evidence.len(), info.id),
+    ));
 
     let choice = if evidence.is_empty() {
         AgentChoice::nobody()
@@ -64,7 +76,11 @@ pub async fn run(engine: &Engine, opts: &RunOptions, on_event: &(dyn Fn(&RunEven
     };
     for id in choice.proposals.keys() {
         if !evidence.iter().any(|e| e.job.id == *id) {
-            emit(RunEvent::now("warning", &choice.agent, format!("proposed job {id}, which is not pending_failed in this workflow; ignored")));
+            emit(RunEvent::now(
+                "warning",
+                &choice.agent,
+                format!("proposed job {id}, which is not pending_failed in this workflow; ignored"),
+            ));
         }
     }
 

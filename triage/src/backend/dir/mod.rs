@@ -16,8 +16,8 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 
 use super::{
-    AuditEvent, BackendError, Guard, JobBackend, JobPage, LogStream, LogTail, MoveOutcome, PageRequest,
-    ResourceChange, TailSize, WorkflowInfo,
+    AuditEvent, BackendError, Guard, JobBackend, JobPage, LogStream, LogTail, MoveOutcome, PageRequest, ResourceChange,
+    TailSize, WorkflowInfo,
 };
 use crate::logs::{TailOptions, tail_bytes, tail_lines};
 use crate::model::{Job, JobStatus, Workflow};
@@ -172,7 +172,9 @@ impl DirBackend {
             let before = wf.job(job_id).map(|j| (j.status, j.attempt_id, j.resources.clone()));
             let outcome = apply(wf)?;
             let mut events = Vec::new();
-            if let (MoveOutcome::Moved { status, attempt_id, canceled }, Some((from, from_attempt, res))) = (&outcome, before) {
+            if let (MoveOutcome::Moved { status, attempt_id, canceled }, Some((from, from_attempt, res))) =
+                (&outcome, before)
+            {
                 let mut ev = audit.clone();
                 ev.job_id = Some(job_id);
                 let after = wf.job(job_id).map(|j| j.resources.clone());
@@ -214,7 +216,9 @@ fn inode(_: &std::fs::Metadata) -> u64 {
 }
 
 /// Run blocking file work off the async runtime.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, BackendError> + Send + 'static) -> Result<T, BackendError> {
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, BackendError> + Send + 'static,
+) -> Result<T, BackendError> {
     tokio::task::spawn_blocking(f)
         .await
         .unwrap_or_else(|e| Err(BackendError::Unsupported(format!("store task failed: {e}"))))
@@ -229,10 +233,20 @@ impl JobBackend for DirBackend {
     async fn workflow(&self, workflow_id: i64) -> Result<WorkflowInfo, BackendError> {
         let this = self.clone();
         let wf = blocking(move || this.load(workflow_id)).await?;
-        Ok(WorkflowInfo { id: wf.id, name: wf.name.clone(), use_pending_failed: wf.use_pending_failed, run_id: wf.run_id })
+        Ok(WorkflowInfo {
+            id: wf.id,
+            name: wf.name.clone(),
+            use_pending_failed: wf.use_pending_failed,
+            run_id: wf.run_id,
+        })
     }
 
-    async fn list_jobs(&self, workflow_id: i64, status: Option<JobStatus>, page: PageRequest) -> Result<JobPage, BackendError> {
+    async fn list_jobs(
+        &self,
+        workflow_id: i64,
+        status: Option<JobStatus>,
+        page: PageRequest,
+    ) -> Result<JobPage, BackendError> {
         let this = self.clone();
         let wf = blocking(move || this.load(workflow_id)).await?;
         let mut matching: Vec<&Job> = wf.jobs.iter().filter(|j| status.is_none_or(|s| j.status == s)).collect();
@@ -274,10 +288,17 @@ impl JobBackend for DirBackend {
         audit: &AuditEvent,
     ) -> Result<MoveOutcome, BackendError> {
         let (this, guard, change, audit) = (self.clone(), *guard, *change, audit.clone());
-        blocking(move || this.guarded_move(workflow_id, job_id, &audit, |wf| moves::retry(wf, job_id, &guard, &change))).await
+        blocking(move || this.guarded_move(workflow_id, job_id, &audit, |wf| moves::retry(wf, job_id, &guard, &change)))
+            .await
     }
 
-    async fn fail_job(&self, workflow_id: i64, job_id: i64, guard: &Guard, audit: &AuditEvent) -> Result<MoveOutcome, BackendError> {
+    async fn fail_job(
+        &self,
+        workflow_id: i64,
+        job_id: i64,
+        guard: &Guard,
+        audit: &AuditEvent,
+    ) -> Result<MoveOutcome, BackendError> {
         let (this, guard, audit) = (self.clone(), *guard, audit.clone());
         blocking(move || this.guarded_move(workflow_id, job_id, &audit, |wf| moves::fail(wf, job_id, &guard))).await
     }

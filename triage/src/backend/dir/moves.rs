@@ -9,9 +9,7 @@ use crate::model::{JobStatus, Workflow};
 
 /// Check the guard; `Some(Stale)` if the job moved on.
 fn stale(wf: &Workflow, job_id: i64, guard: &Guard) -> Result<Option<MoveOutcome>, BackendError> {
-    let job = wf
-        .job(job_id)
-        .ok_or(BackendError::JobNotFound { workflow_id: wf.id, job_id })?;
+    let job = wf.job(job_id).ok_or(BackendError::JobNotFound { workflow_id: wf.id, job_id })?;
     let moved = job.status != guard.status
         || job.attempt_id != guard.attempt_id
         || wf.run_id != guard.run_id
@@ -20,15 +18,17 @@ fn stale(wf: &Workflow, job_id: i64, guard: &Guard) -> Result<Option<MoveOutcome
 }
 
 /// Retry: `pending_failed` → `ready`, attempt_id + 1, new resources.
-pub(super) fn retry(wf: &mut Workflow, job_id: i64, guard: &Guard, change: &ResourceChange) -> Result<MoveOutcome, BackendError> {
+pub(super) fn retry(
+    wf: &mut Workflow,
+    job_id: i64,
+    guard: &Guard,
+    change: &ResourceChange,
+) -> Result<MoveOutcome, BackendError> {
     if let Some(s) = stale(wf, job_id, guard)? {
         return Ok(s);
     }
-    let job = wf
-        .jobs
-        .iter_mut()
-        .find(|j| j.id == job_id)
-        .ok_or(BackendError::JobNotFound { workflow_id: wf.id, job_id })?;
+    let job =
+        wf.jobs.iter_mut().find(|j| j.id == job_id).ok_or(BackendError::JobNotFound { workflow_id: wf.id, job_id })?;
     job.status = JobStatus::Ready;
     job.attempt_id += 1;
     if let Some(m) = change.memory {

@@ -100,11 +100,10 @@ pub(super) fn parse_workflow(path: &Path, text: &[u8], expected_id: i64) -> Resu
     })?;
     let mut problems = wf.check();
     if wf.id != expected_id {
-        problems.insert(0, format!("`id` is {}, but the file is in the folder of workflow {expected_id}; the two must agree", wf.id));
+        problems.insert(
+            0,
+            format!("`id` is {}, but the file is in the folder of workflow {expected_id}; the two must agree", wf.id),
+        );
     }
-    if problems.is_empty() {
-        Ok(wf)
-    } else {
-        Err(BackendError::Invalid { path: path.to_path_buf(), problems })
-    }
+    if problems.is_empty() { Ok(wf) } else { Err(BackendError::Invalid { path: path.to_path_buf(), problems }) }
 }
