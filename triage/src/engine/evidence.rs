@@ -10,10 +10,13 @@ use serde::Serialize;
 use crate::backend::{BackendError, JobBackend, LogStream, TailSize};
 use crate::catalog::{Catalog, Hints, ScanContext};
 use crate::logs::{AttemptDiff, Signature, attempt_diff, signature_summary, signature_with};
-use crate::model::{Attempt, Job, SchedulerState};
+use crate::model::{Attempt, Job, JobStatus, SchedulerState};
 
 /// Catalog categories that mean the infrastructure, not the job, ended the attempt.
 const INFRASTRUCTURE_CATEGORIES: [&str; 2] = ["preemption", "node_failure"];
+
+/// The catalog category of a missing file or object.
+const MISSING_FILE_CATEGORY: &str = "not_found";
 
 /// Why the latest attempt ended, for budgeting (seed 003: separate budgets).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
@@ -54,9 +57,29 @@ pub struct Evidence {
     pub repeat: Option<AttemptDiff>,
     pub cause: Cause,
     pub retries_used: RetriesUsed,
+    /// The jobs this one depends on, with their current status.
+    pub upstream: Vec<Upstream>,
+}
+
+/// A job this one depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Upstream {
+    pub job_id: i64,
+    pub status: JobStatus,
 }
 
 impl Evidence {
+    /// Upstream jobs that have not completed (still pending_failed, being retried, ...).
+    pub fn unfinished_upstream(&self) -> Vec<Upstream> {
+        self.upstream.iter().copied().filter(|u| u.status != JobStatus::Completed).collect()
+    }
+
+    /// Whether the failure is a missing file in a job that has upstream producers: the file
+    /// may be an upstream output, so the text alone does not decide (seed 000).
+    pub fn missing_input_with_upstream(&self) -> bool {
+        !self.upstream.is_empty() && self.hints.category.as_deref() == Some(MISSING_FILE_CATEGORY)
+    }
+
     /// Whether the last two attempts failed the same way.
     pub fn failed_identically_twice(&self) -> bool {
         self.repeat.as_ref().is_some_and(|d| d.identical)
@@ -70,6 +93,7 @@ pub async fn gather(
     workflow_id: i64,
     run_id: u32,
     job: Job,
+    upstream: Vec<Upstream>,
     tail_lines: usize,
 ) -> Result<Evidence, BackendError> {
     let latest = job.last_attempt().cloned();
@@ -110,6 +134,7 @@ pub async fn gather(
         repeat,
         cause,
         retries_used,
+        upstream,
         job,
     })
 }

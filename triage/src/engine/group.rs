@@ -141,7 +141,6 @@ impl Grouping {
     pub fn page(
         &self,
         evidence: &[Evidence],
-        statuses: &HashMap<i64, JobStatus>,
         cursor: Option<&str>,
         limit: usize,
         budget: usize,
@@ -177,7 +176,7 @@ impl Grouping {
         let end = (start + limit.max(1)).min(round_end);
         let chosen = entries.get(start..end).unwrap_or_default();
         // Headers first (every group visible), then share the rest of the budget among tails.
-        let mut groups: Vec<Group> = chosen.iter().map(|&(gi, r)| self.header(evidence, statuses, gi, r)).collect();
+        let mut groups: Vec<Group> = chosen.iter().map(|&(gi, r)| self.header(evidence, gi, r)).collect();
         let header_bytes: usize = groups.iter().map(|g| serde_json::to_string(g).map_or(0, |s| s.len())).sum();
         let mut left = budget.saturating_sub(header_bytes);
         let with_tail: Vec<usize> =
@@ -203,7 +202,7 @@ impl Grouping {
         })
     }
 
-    fn header(&self, evidence: &[Evidence], statuses: &HashMap<i64, JobStatus>, gi: usize, round: usize) -> Group {
+    fn header(&self, evidence: &[Evidence], gi: usize, round: usize) -> Group {
         let members = &self.groups[gi].members;
         let rep = &evidence[members[0]];
         let chunk_start = round * IDS_PER_CHUNK;
@@ -223,10 +222,8 @@ impl Grouping {
             }
             attempts.insert(ev.job.attempt_id);
             twice += usize::from(ev.failed_identically_twice());
-            for dep in &ev.job.depends_on {
-                if let Some(st) = statuses.get(dep) {
-                    upstream.entry(*st).or_default().insert(*dep);
-                }
+            for u in &ev.upstream {
+                upstream.entry(u.status).or_default().insert(u.job_id);
             }
         }
         let first = round == 0;

@@ -17,9 +17,10 @@ pub mod report;
 pub mod rules;
 pub mod validate;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-pub use evidence::{Cause, Evidence, RetriesUsed};
+pub use evidence::{Cause, Evidence, RetriesUsed, Upstream};
 pub use plan::{Outcome, PLAN_FORMAT_VERSION, Plan, PlanJob, RunEvent, Summary};
 pub use policy::{Policy, PolicyError, Resilience};
 pub use validate::{Proposal, REVIEWED, Validation, ValidationStatus, validate};
@@ -60,30 +61,62 @@ impl Engine {
     pub async fn pending(&self, workflow_id: i64) -> Result<(WorkflowInfo, Vec<Evidence>), BackendError> {
         let info = self.backend.workflow(workflow_id).await?;
         let jobs = self.backend.all_jobs(workflow_id, Some(JobStatus::PendingFailed)).await?;
+        // Upstream statuses come from one listing of the workflow, not one request per job.
+        let statuses: HashMap<i64, JobStatus> = if jobs.iter().any(|j| !j.depends_on.is_empty()) {
+            self.backend.all_jobs(workflow_id, None).await?.into_iter().map(|j| (j.id, j.status)).collect()
+        } else {
+            HashMap::new()
+        };
         let mut out = Vec::with_capacity(jobs.len());
         for job in jobs {
-            out.push(self.evidence(&info, job).await?);
+            let upstream = job
+                .depends_on
+                .iter()
+                .filter_map(|d| statuses.get(d).map(|&status| Upstream { job_id: *d, status }))
+                .collect();
+            out.push(
+                evidence::gather(
+                    self.backend.as_ref(),
+                    &self.catalog,
+                    info.id,
+                    info.run_id,
+                    job,
+                    upstream,
+                    self.tail_lines,
+                )
+                .await?,
+            );
         }
         Ok((info, out))
     }
 
-    /// The evidence for one job.
+    /// The evidence for one job (its upstream statuses fetched one by one).
     pub async fn evidence(&self, info: &WorkflowInfo, job: Job) -> Result<Evidence, BackendError> {
-        evidence::gather(self.backend.as_ref(), &self.catalog, info.id, info.run_id, job, self.tail_lines).await
+        let mut upstream = Vec::with_capacity(job.depends_on.len());
+        for d in &job.depends_on {
+            let dep = self.backend.job(info.id, *d).await?;
+            upstream.push(Upstream { job_id: dep.id, status: dep.status });
+        }
+        evidence::gather(self.backend.as_ref(), &self.catalog, info.id, info.run_id, job, upstream, self.tail_lines)
+            .await
     }
 
     /// Validate `proposal` (or, with none, fall back to the rules when `rules_fallback`) and
     /// give the outcome for `mode` without touching the backend. In [`Mode::Apply`] the
     /// outcome of an applicable job is `WouldApply` until [`Engine::apply`] runs it.
     pub fn judge(&self, ev: &Evidence, proposal: Option<Proposal>, rules_fallback: bool, mode: Mode) -> PlanJob {
-        let proposal = proposal.or_else(|| if rules_fallback { rules::propose(ev, &self.policy) } else { None });
+        let (proposal, why_none) = match proposal {
+            Some(p) => (Some(p), String::new()),
+            None if rules_fallback => match rules::propose(ev, &self.policy) {
+                Ok(p) => (Some(p), String::new()),
+                Err(why) => (None, why),
+            },
+            None => (None, "no agent classified this job".to_string()),
+        };
         let Some(proposal) = proposal else {
             let v = Validation {
                 status: ValidationStatus::AgentOnly,
-                messages: vec![format!(
-                    "no proposal: the catalog has no verdict ({}) and no agent classified this job; a person decides",
-                    ev.hints.category.as_deref().unwrap_or("unrecognised failure")
-                )],
+                messages: vec![format!("no proposal: {why_none}; a person decides")],
                 needs_review: true,
                 stale: false,
                 evidence: ev.hints.evidence.clone(),

@@ -2,20 +2,34 @@
 //! (degraded mode) and as the fallback for jobs an agent left alone.
 //!
 //! transient → retry (with the policy's growth when the catalog suggests more memory or time),
-//! permanent → fail, unknown → no proposal (a person decides).
+//! permanent → fail, unknown → no proposal (a person decides). One exception, from seed 000: a
+//! missing file in a job that has upstream producers may be an upstream output, so the rules
+//! leave it to a person (or an agent that can look) instead of failing it.
 
 use super::evidence::Evidence;
 use super::policy::Policy;
 use super::validate::Proposal;
 use crate::model::{SuggestedAction, Verdict};
 
-/// The proposal the catalog's verdict makes for this job, if it makes one.
-pub fn propose(ev: &Evidence, policy: &Policy) -> Option<Proposal> {
+/// The proposal the catalog's verdict makes for this job, or why it makes none.
+pub fn propose(ev: &Evidence, policy: &Policy) -> Result<Proposal, String> {
     let hints = &ev.hints;
     let action = match hints.verdict {
         Verdict::Transient => crate::model::Action::Retry,
+        Verdict::Permanent if ev.missing_input_with_upstream() => {
+            let ups: Vec<String> = ev.upstream.iter().map(|u| format!("job {} is {}", u.job_id, u.status)).collect();
+            return Err(format!(
+                "a missing file in a job with upstream producers ({}) may be an upstream output, a wrong path, or shared-filesystem lag: the catalog alone cannot tell",
+                ups.join(", ")
+            ));
+        }
         Verdict::Permanent => crate::model::Action::Fail,
-        Verdict::Unknown => return None,
+        Verdict::Unknown => {
+            return Err(format!(
+                "the catalog has no verdict ({})",
+                hints.category.as_deref().unwrap_or("no pattern matched")
+            ));
+        }
     };
     let evidence = hints
         .evidence
@@ -36,7 +50,7 @@ pub fn propose(ev: &Evidence, policy: &Policy) -> Option<Proposal> {
         },
         _ => {}
     }
-    Some(Proposal {
+    Ok(Proposal {
         action,
         reason,
         source: "rules".into(),

@@ -200,6 +200,17 @@ pub fn validate(ev: &Evidence, proposal: &Proposal, policy: &Policy) -> Validati
             v.messages.push(format!("confidence {c} is below the policy minimum {}", policy.min_confidence));
         }
     }
+    if proposal.action == Action::Fail && ev.missing_input_with_upstream() && !reviewed {
+        let unfinished = ev.unfinished_upstream();
+        if !unfinished.is_empty() {
+            v.needs_review = true;
+            let ups: Vec<String> = unfinished.iter().map(|u| format!("job {} is {}", u.job_id, u.status)).collect();
+            v.messages.push(format!(
+                "the missing file may be an output of an upstream job that has not completed ({}); wait for it rather than fail this job",
+                ups.join(", ")
+            ));
+        }
+    }
     if proposal.action == Action::Retry && ev.failed_identically_twice() && !reviewed {
         v.needs_review = true;
         let ratio = ev.repeat.as_ref().map(|d| d.ratio).unwrap_or(1.0);

@@ -200,7 +200,11 @@ mod tests {
         // A second book on the same directory (another CI run) sees it too.
         let other = CircuitBook::new(tmp.path(), 3, Duration::ZERO);
         assert_eq!(other.check("claude").unwrap(), Decision::Probe);
-        assert_eq!(other.record_failure("claude", "still down").unwrap(), Some(BreakerState::Open), "half-open failure reopens");
+        assert_eq!(
+            other.record_failure("claude", "still down").unwrap(),
+            Some(BreakerState::Open),
+            "half-open failure reopens"
+        );
         assert_eq!(other.list().unwrap()["claude"].state, BreakerState::Open);
         assert_eq!(other.check("claude").unwrap(), Decision::Probe);
         assert_eq!(other.record_success("claude").unwrap(), Some(BreakerState::HalfOpen));

@@ -66,7 +66,7 @@ pub async fn choose(
             }
             let proposals = evidence
                 .iter()
-                .filter_map(|ev| crate::engine::rules::propose(ev, &engine.policy).map(|p| (ev.job.id, p)))
+                .filter_map(|ev| crate::engine::rules::propose(ev, &engine.policy).ok().map(|p| (ev.job.id, p)))
                 .collect();
             return AgentChoice { agent: "rules".into(), proposals, rules_fallback: true, outputs };
         }
