@@ -1,27 +1,52 @@
 #!/usr/bin/env bash
 # The one test command (README, .ci/run): installs what the tests need on a fresh machine,
-# then runs every check and every test. Safe to re-run; installs are cached under
+# then runs every check and every test. Safe to re-run: installs are cached under
 # $TRIAGE_TOOLS (default ~/.cache/triage) and reused.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ROOT=$PWD
 
 export TRIAGE_TOOLS="${TRIAGE_TOOLS:-$HOME/.cache/triage}"
 mkdir -p "$TRIAGE_TOOLS"
 step() { printf '\n==> %s\n' "$*"; }
+need() { command -v "$1" >/dev/null || { echo "error: $1 not found: $2" >&2; exit 1; }; }
 
 step "toolchain"
-command -v cargo >/dev/null || { echo "cargo not found: install Rust from https://rustup.rs" >&2; exit 1; }
-cargo --version
-command -v tail >/dev/null || { echo "GNU tail not found (coreutils): the tail tests compare against it" >&2; exit 1; }
+need cargo "install Rust from https://rustup.rs"
+need python3 "install Python 3.10+ (the MCP tests use the official Python MCP SDK)"
+need npm "install Node.js 20+ and npm (the MCP Inspector comes from npm)"
+need tail "install GNU coreutils (the tail tests compare against it)"
+cargo --version; python3 --version; node --version
+
+step "Python MCP SDK (venv in $TRIAGE_TOOLS/venv)"
+VENV="$TRIAGE_TOOLS/venv"
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+"$VENV/bin/python" -c 'import mcp, pytest' 2>/dev/null || "$VENV/bin/pip" install --quiet 'mcp==2.3.0' 'pytest==9.2.0'
+"$VENV/bin/python" -c 'import importlib.metadata as m; print("mcp", m.version("mcp"), "pytest", m.version("pytest"))'
+
+step "MCP Inspector (npm, in $TRIAGE_TOOLS/npm)"
+INSPECTOR="$TRIAGE_TOOLS/npm/node_modules/.bin/mcp-inspector"
+if [ ! -x "$INSPECTOR" ]; then
+  mkdir -p "$TRIAGE_TOOLS/npm"
+  npm install --prefix "$TRIAGE_TOOLS/npm" --no-audit --no-fund --loglevel=error '@modelcontextprotocol/inspector@0.15.0'
+fi
+echo "inspector: $INSPECTOR"
 
 step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-step "tests"
+step "build"
+cargo build --workspace --locked
+export TRIAGE_BIN_DIR="$ROOT/target/debug"
+
+step "Rust tests"
 cargo test --workspace --locked
 
 step "catalog figures on the dev corpus"
 cargo test -p triage --locked --test catalog_corpus -- --nocapture 2>&1 | grep -E 'precision|coverage|test result'
+
+step "MCP tests (official Python SDK, MCP Inspector)"
+(cd tests/mcp && "$VENV/bin/python" -m pytest -q)
 
 step "all green"
