@@ -11,6 +11,9 @@ use super::policy::Policy;
 use super::validate::Proposal;
 use crate::model::{SuggestedAction, Verdict};
 
+/// The `source` of the rules' proposals.
+pub const SOURCE: &str = "rules";
+
 /// The proposal the catalog's verdict makes for this job, or why it makes none.
 pub fn propose(ev: &Evidence, policy: &Policy) -> Result<Proposal, String> {
     let hints = &ev.hints;
@@ -53,7 +56,7 @@ pub fn propose(ev: &Evidence, policy: &Policy) -> Result<Proposal, String> {
     Ok(Proposal {
         action,
         reason,
-        source: "rules".into(),
+        source: SOURCE.into(),
         memory,
         runtime,
         confidence: None,

@@ -12,7 +12,9 @@
 //! 4. the catalog: a retry of a permanent failure or a fail of a transient one is a
 //!    `conflict` (with the evidence line); no catalog verdict is `agent_only`;
 //! 5. review triggers: conflict without an allowed override, confidence under the policy's
-//!    minimum, a retry of a job whose last two attempts failed identically.
+//!    minimum, a retry of a job whose last two attempts failed identically, failing a job over
+//!    a missing file whose producer upstream has not completed, and any agent proposal for a
+//!    job whose log contains text addressed to an AI agent (prompt injection).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -116,6 +118,9 @@ impl Validation {
 /// already weighed the catalog, so only the hard rules apply to it.
 pub const REVIEWED: &str = "review";
 
+/// The catalog category of text in a log that addresses an AI agent (prompt injection).
+const ADDRESSED_TO_AGENT: &str = "addressed_to_agent";
+
 /// Validate `proposal` for the job described by `ev` under `policy`.
 pub fn validate(ev: &Evidence, proposal: &Proposal, policy: &Policy) -> Validation {
     let reviewed = proposal.source == REVIEWED;
@@ -199,6 +204,16 @@ pub fn validate(ev: &Evidence, proposal: &Proposal, policy: &Policy) -> Validati
             v.needs_review = true;
             v.messages.push(format!("confidence {c} is below the policy minimum {}", policy.min_confidence));
         }
+    }
+    if !reviewed
+        && proposal.source != super::rules::SOURCE
+        && let Some(m) = ev.hints.matches.iter().find(|m| m.category == ADDRESSED_TO_AGENT)
+    {
+        v.needs_review = true;
+        v.messages.push(format!(
+            "the log addresses an AI agent at line {} (`{}`): an agent that read it may have been steered; a person decides",
+            m.line, m.text
+        ));
     }
     if proposal.action == Action::Fail && ev.missing_input_with_upstream() && !reviewed {
         let unfinished = ev.unfinished_upstream();
