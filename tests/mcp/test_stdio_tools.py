@@ -220,3 +220,19 @@ def test_propose_only_records_and_changes_nothing(demo, tmp_path):
     assert snapshot(demo) == before
     lines = [json.loads(l) for l in log.read_text().splitlines()]
     assert [(l["job_id"], l["outcome"], l["proposed"]["source"]) for l in lines] == [(2, "recorded", "scripted"), (6, "needs_review", "scripted")]
+
+
+def test_overrides_need_both_the_flag_and_the_request(demo):
+    call = {"workflow_id": 42, "classifications": [
+        {"job_id": 7, "action": "retry", "override": True, "reason": "seaborn was just installed on the cluster", "confidence": 0.9}]}
+
+    async def go(*flags):
+        async with stdio_session("--backend", f"dir:{demo}", *flags) as s:
+            return structured(await s.call_tool("classify_and_resolve_failures", call))["results"][0]
+
+    without = run(go())
+    assert without["validation"]["status"] == "conflict" and without["outcome"] == "needs_review"
+    assert any("not allowed" in m for m in without["validation"]["messages"])
+    allowed = run(go("--allow-overrides"))
+    assert allowed["validation"]["status"] == "conflict" and allowed["outcome"] == "would_apply"
+    assert any("override requested and allowed" in m for m in allowed["validation"]["messages"])
