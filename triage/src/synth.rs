@@ -95,7 +95,7 @@ pub fn write_store(
             }],
         });
     }
-    let json = serde_json::to_vec(&wf).map_err(|e| BackendError::Unsupported(e.to_string()))?;
+    let json = serde_json::to_vec(&wf).map_err(|e| BackendError::Internal(e.to_string()))?;
     let path = folder.join("workflow.json");
     std::fs::write(&path, json).map_err(|e| BackendError::io(&path, e))
 }

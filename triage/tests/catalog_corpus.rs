@@ -1,7 +1,7 @@
 //! The built-in catalog against labelled stderr tails.
 //!
-//! 1. The labelled corpus of real tails (`shared/corpus/dev.jsonl`, see its README), expected
-//!    at `<workspace>/../shared/corpus/dev.jsonl`. Over the cases labelled `retry` or `fail`:
+//! 1. The labelled corpus of real tails (`fixtures/corpus/dev.jsonl`, see its README), kept
+//!    in the repository. Over the cases labelled `retry` or `fail`:
 //!    transient precision (of the cases the catalog calls transient, the share labelled
 //!    retry), permanent precision (of those it calls permanent, the share labelled fail) and
 //!    coverage (the share it does not call unknown). Fails below 0.98 / 0.98 / 0.90.
@@ -37,16 +37,17 @@ struct Score {
 fn corpus_path() -> PathBuf {
     match std::env::var_os("TRIAGE_CORPUS") {
         Some(p) => PathBuf::from(p),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/dev.jsonl"),
+        // The project's labelled corpus, copied into the repository so a fresh clone has it.
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/corpus/dev.jsonl"),
     }
 }
 
 fn load_cases(path: &Path, what: &str) -> Vec<Case> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
         panic!(
-            "cannot read {what} at {} ({e}); the labelled corpus is expected at \
-             <workspace>/../shared/corpus/dev.jsonl (i.e. /work/shared/corpus/dev.jsonl beside \
-             the checkout), or set TRIAGE_CORPUS to its path",
+            "cannot read {what} at {} ({e}); the labelled corpus is kept at \
+             fixtures/corpus/dev.jsonl in the repository (restore it with git), or set \
+             TRIAGE_CORPUS to another copy",
             path.display()
         )
     });

@@ -44,6 +44,9 @@ pub enum BackendError {
 
     #[error("{0}")]
     Unsupported(String),
+
+    #[error("internal error: {0}; please report it with the command that caused it")]
+    Internal(String),
 }
 
 impl BackendError {

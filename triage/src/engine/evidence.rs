@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::backend::{BackendError, JobBackend, LogStream, TailSize};
 use crate::catalog::{Catalog, Hints, ScanContext};
-use crate::logs::{AttemptDiff, Signature, attempt_diff, signature_summary, signature_with};
+use crate::logs::{AttemptDiff, Signature, attempt_diff, fingerprint};
 use crate::model::{Attempt, Job, JobStatus, SchedulerState};
 
 /// Catalog categories that mean the infrastructure, not the job, ended the attempt.
@@ -121,13 +121,14 @@ pub async fn gather(
         repeat = Some(attempt_diff(&t.text, &tail));
     }
     let cause = if is_infrastructure(latest.as_ref(), &hints) { Cause::Infrastructure } else { Cause::Failure };
+    let fp = fingerprint(&tail, latest.as_ref().map(|a| a.return_code));
     let retries_used = count_retries(&job, latest.as_ref(), previous, cause, previous_infra);
     Ok(Evidence {
         run_id,
         return_code: latest.as_ref().map(|a| a.return_code),
         scheduler_state: latest.as_ref().and_then(|a| a.scheduler_state),
-        signature: signature_with(&tail, latest.as_ref().map(|a| a.return_code)),
-        summary: signature_summary(&tail),
+        signature: fp.signature,
+        summary: fp.summary,
         tail,
         tail_error,
         hints,

@@ -67,25 +67,40 @@ impl Engine {
         } else {
             HashMap::new()
         };
-        let mut out = Vec::with_capacity(jobs.len());
-        for job in jobs {
-            let upstream = job
-                .depends_on
-                .iter()
-                .filter_map(|d| statuses.get(d).map(|&status| Upstream { job_id: *d, status }))
-                .collect();
-            out.push(
-                evidence::gather(
-                    self.backend.as_ref(),
-                    &self.catalog,
-                    info.id,
-                    info.run_id,
-                    job,
-                    upstream,
-                    self.tail_lines,
-                )
-                .await?,
-            );
+        // Reading tails, scanning and fingerprinting is CPU work: spread it over the cores, in
+        // contiguous chunks so the order (by job id) is kept.
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs.len().div_ceil(64)).max(1);
+        let chunk_len = jobs.len().div_ceil(workers).max(1);
+        let statuses = Arc::new(statuses);
+        let mut tasks = Vec::with_capacity(workers);
+        let mut jobs = jobs.into_iter();
+        loop {
+            let chunk: Vec<Job> = jobs.by_ref().take(chunk_len).collect();
+            if chunk.is_empty() {
+                break;
+            }
+            let (engine, info, statuses) = (self.clone(), info.clone(), statuses.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut out = Vec::with_capacity(chunk.len());
+                for job in chunk {
+                    let upstream = job
+                        .depends_on
+                        .iter()
+                        .filter_map(|d| statuses.get(d).map(|&status| Upstream { job_id: *d, status }))
+                        .collect();
+                    let b = engine.backend.as_ref();
+                    out.push(
+                        evidence::gather(b, &engine.catalog, info.id, info.run_id, job, upstream, engine.tail_lines)
+                            .await?,
+                    );
+                }
+                Ok::<_, BackendError>(out)
+            }));
+        }
+        let mut out = Vec::new();
+        for t in tasks {
+            let part = t.await.map_err(|e| BackendError::Internal(format!("evidence task failed: {e}")))??;
+            out.extend(part);
         }
         Ok((info, out))
     }

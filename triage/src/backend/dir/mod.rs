@@ -221,7 +221,7 @@ async fn blocking<T: Send + 'static>(
 ) -> Result<T, BackendError> {
     tokio::task::spawn_blocking(f)
         .await
-        .unwrap_or_else(|e| Err(BackendError::Unsupported(format!("store task failed: {e}"))))
+        .unwrap_or_else(|e| Err(BackendError::Internal(format!("store task failed: {e}"))))
 }
 
 #[async_trait]

@@ -43,7 +43,7 @@ impl Folder {
         let mut wf = self.load(expected_id)?;
         let (out, events) = change(&mut wf)?;
         if !events.is_empty() {
-            let mut json = serde_json::to_vec_pretty(&wf).map_err(|e| BackendError::Unsupported(e.to_string()))?;
+            let mut json = serde_json::to_vec_pretty(&wf).map_err(|e| BackendError::Internal(e.to_string()))?;
             json.push(b'\n');
             let file = self.workflow_file();
             write_atomic(&file, &json).map_err(|e| BackendError::io(&file, e))?;
@@ -56,7 +56,7 @@ impl Folder {
     pub fn append_events(&self, events: &[AuditEvent]) -> Result<(), BackendError> {
         let path = self.events_file();
         for ev in events {
-            let line = serde_json::to_string(ev).map_err(|e| BackendError::Unsupported(e.to_string()))?;
+            let line = serde_json::to_string(ev).map_err(|e| BackendError::Internal(e.to_string()))?;
             append_line(&path, &line).map_err(|e| BackendError::io(&path, e))?;
         }
         Ok(())
