@@ -230,9 +230,12 @@ impl JobBackend for DirBackend {
         format!("dir:{}", self.root.display())
     }
 
+    // Reads are short (a cached parse, one tail of one file) and run in place: handing each to
+    // the blocking pool costs more than the read. Moves, which may wait for the folder lock,
+    // go to the blocking pool.
+
     async fn workflow(&self, workflow_id: i64) -> Result<WorkflowInfo, BackendError> {
-        let this = self.clone();
-        let wf = blocking(move || this.load(workflow_id)).await?;
+        let wf = self.load(workflow_id)?;
         Ok(WorkflowInfo {
             id: wf.id,
             name: wf.name.clone(),
@@ -262,8 +265,7 @@ impl JobBackend for DirBackend {
     }
 
     async fn job(&self, workflow_id: i64, job_id: i64) -> Result<Job, BackendError> {
-        let this = self.clone();
-        let wf = blocking(move || this.load(workflow_id)).await?;
+        let wf = self.load(workflow_id)?;
         wf.job(job_id).cloned().ok_or(BackendError::JobNotFound { workflow_id, job_id })
     }
 
@@ -275,8 +277,7 @@ impl JobBackend for DirBackend {
         stream: LogStream,
         size: TailSize,
     ) -> Result<LogTail, BackendError> {
-        let this = self.clone();
-        blocking(move || this.read_log_sync(workflow_id, job_id, attempt, stream, size)).await
+        self.read_log_sync(workflow_id, job_id, attempt, stream, size)
     }
 
     async fn retry_job(
