@@ -17,6 +17,9 @@ pub mod report;
 pub mod rules;
 pub mod validate;
 
+#[cfg(test)]
+mod validate_tests;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
