@@ -74,6 +74,16 @@ pub struct PlanJob {
 }
 
 impl PlanJob {
+    /// Whether `triage apply` should try this entry: it has a proposal that either passed
+    /// validation (`would_apply`) or was decided by a person in `triage review`.
+    pub fn awaiting_apply(&self) -> bool {
+        match (&self.proposed, self.outcome) {
+            (Some(_), Outcome::WouldApply) => true,
+            (Some(p), Outcome::NeedsReview) => p.source == super::validate::REVIEWED,
+            _ => false,
+        }
+    }
+
     /// A plan entry from evidence, before any proposal or outcome.
     pub fn from_evidence(
         ev: &Evidence,
