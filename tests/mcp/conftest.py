@@ -5,6 +5,7 @@ import asyncio
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -93,3 +94,22 @@ def synth_store(tmp_path, jobs, causes=12, lines=41, workflow=1):
         capture_output=True,
     )
     return dst
+
+
+@contextlib.contextmanager
+def http_server(store, *args, env=None):
+    """triage-mcp over HTTP on a free loopback port; yields its /mcp URL."""
+    proc = subprocess.Popen([str(TRIAGE_MCP), "--backend", f"dir:{store}", "--http", "127.0.0.1:0", *args],
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env or server_env(), text=True)
+    try:
+        url = None
+        for _ in range(50):
+            m = re.search(r"listening on (http://\S+/mcp)", proc.stderr.readline())
+            if m:
+                url = m.group(1)
+                break
+        assert url, "triage-mcp did not report its address"
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

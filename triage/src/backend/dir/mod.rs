@@ -107,59 +107,6 @@ impl DirBackend {
         Ok(workflow)
     }
 
-    fn read_log_sync(
-        &self,
-        workflow_id: i64,
-        job_id: i64,
-        attempt: Option<u32>,
-        stream: LogStream,
-        size: TailSize,
-    ) -> Result<LogTail, BackendError> {
-        let wf = self.load(workflow_id)?;
-        let job = wf.job(job_id).ok_or(BackendError::JobNotFound { workflow_id, job_id })?;
-        let record = match attempt {
-            Some(n) => job.attempt(n),
-            None => job.last_attempt(),
-        }
-        .ok_or_else(|| BackendError::AttemptNotFound {
-            job_id,
-            attempt: attempt.unwrap_or(job.attempt_id),
-            known: known_attempts(job),
-        })?;
-        let rel = match stream {
-            LogStream::Stderr => record.stderr.as_deref(),
-            LogStream::Stdout => record.stdout.as_deref(),
-        }
-        .ok_or_else(|| BackendError::LogMissing {
-            job_id,
-            attempt: record.attempt_id,
-            stream: stream.as_str(),
-            why: format!("the attempt record has no `{}` path", stream.as_str()),
-        })?;
-        let path = self.folder(workflow_id)?.resolve_log(job_id, rel)?;
-        let opts = TailOptions::default();
-        let tail = match size {
-            TailSize::Lines(n) => tail_lines(&path, n, &opts),
-            TailSize::Bytes(n) => tail_bytes(&path, n, &opts),
-        }
-        .map_err(|e| BackendError::LogMissing {
-            job_id,
-            attempt: record.attempt_id,
-            stream: stream.as_str(),
-            why: e.to_string(),
-        })?;
-        Ok(LogTail {
-            job_id,
-            attempt_id: record.attempt_id,
-            stream,
-            path: rel.to_string(),
-            text: tail.text().into_owned(),
-            lines: tail.lines,
-            file_len: tail.file_len,
-            truncated: tail.truncated,
-        })
-    }
-
     fn guarded_move(
         &self,
         workflow_id: i64,
@@ -277,7 +224,49 @@ impl JobBackend for DirBackend {
         stream: LogStream,
         size: TailSize,
     ) -> Result<LogTail, BackendError> {
-        self.read_log_sync(workflow_id, job_id, attempt, stream, size)
+        let wf = self.load(workflow_id)?;
+        let job = wf.job(job_id).ok_or(BackendError::JobNotFound { workflow_id, job_id })?;
+        let record = match attempt {
+            Some(n) => job.attempt(n),
+            None => job.last_attempt(),
+        }
+        .ok_or_else(|| BackendError::AttemptNotFound {
+            job_id,
+            attempt: attempt.unwrap_or(job.attempt_id),
+            known: known_attempts(job),
+        })?;
+        let rel = match stream {
+            LogStream::Stderr => record.stderr.as_deref(),
+            LogStream::Stdout => record.stdout.as_deref(),
+        }
+        .ok_or_else(|| BackendError::LogMissing {
+            job_id,
+            attempt: record.attempt_id,
+            stream: stream.as_str(),
+            why: format!("the attempt record has no `{}` path", stream.as_str()),
+        })?;
+        let path = self.folder(workflow_id)?.resolve_log(job_id, rel)?;
+        let opts = TailOptions::default();
+        let tail = match size {
+            TailSize::Lines(n) => tail_lines(&path, n, &opts),
+            TailSize::Bytes(n) => tail_bytes(&path, n, &opts),
+        }
+        .map_err(|e| BackendError::LogMissing {
+            job_id,
+            attempt: record.attempt_id,
+            stream: stream.as_str(),
+            why: e.to_string(),
+        })?;
+        Ok(LogTail {
+            job_id,
+            attempt_id: record.attempt_id,
+            stream,
+            path: rel.to_string(),
+            text: tail.text().into_owned(),
+            lines: tail.lines,
+            file_len: tail.file_len,
+            truncated: tail.truncated,
+        })
     }
 
     async fn retry_job(
