@@ -166,6 +166,18 @@ async fn once(
     n: u32,
 ) -> Result<BTreeMap<i64, Proposal>, AgentFailure> {
     let name = kind.as_str();
+    let mcp = std::path::Path::new(&opts.mcp_command);
+    let found = if mcp.components().count() > 1 {
+        mcp.is_file()
+    } else {
+        crate::agent::find_on_path(&opts.mcp_command).is_some()
+    };
+    if !found {
+        return Err(AgentFailure::NotInstalled(format!(
+            "the agent needs `triage-mcp`, which is neither beside `triage` nor on PATH ({}); build it with `cargo build -p triage-mcp` or install it with `cargo install --path mcp-server`",
+            opts.mcp_command
+        )));
+    }
     let io = |e: std::io::Error| {
         AgentFailure::Crashed(format!("cannot prepare the run in {}: {e}", opts.work_dir.display()))
     };
