@@ -296,6 +296,7 @@ impl Client {
     }
 
     fn transport_error(&self, url: &str, what: &str, e: reqwest::Error) -> BackendError {
+        let e = e.without_url();
         let why = if e.is_connect() {
             format!("cannot connect ({}); is torc-server running and listening there?", source_chain(&e))
         } else if e.is_timeout() {
