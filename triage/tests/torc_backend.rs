@@ -4,44 +4,15 @@
 //! Needs Torc 1.0's binaries (see `torc_support`: `TORC_BIN_DIR`, else
 //! `~/.cache/triage/torc-1.0.0/bin`); the races and the crash tests are in `torc_races.rs`.
 
-mod support;
 mod torc_support;
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 use torc_support::{
-    Proxy, Ran, TorcServer, e2e_jobs, events, eventually, free_port, get, items, jobs_by_name, torc_bin, torc_run,
+    Proxy, Ran, TorcServer, e2e_jobs, events, eventually, free_port, get, jobs_by_name, json, results_of, stderr,
+    stdout, torc_bin, torc_run, triage,
 };
-
-/// The real `triage` binary against `url`, state kept in the test's folder.
-fn triage(dir: &Path, url: &str, out: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_triage"));
-    cmd.args(args)
-        .args(["--backend", &format!("torc:{url}"), "--torc-output-dir"])
-        .arg(out)
-        .current_dir(dir)
-        .env("TRIAGE_STATE_DIR", dir.join("state"))
-        .env_remove("TRIAGE_BACKEND")
-        .env_remove("TORC_API_URL")
-        .env_remove("TRIAGE_CATALOG")
-        .env_remove("TORC_PASSWORD")
-        .env_remove("TORC_OUTPUT_DIR");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("run triage")
-}
-
-fn json(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\nstderr:\n{}", support::stdout(o), support::stderr(o)))
-}
-
-fn results_of(url: &str, wf: i64, job: i64) -> Vec<Value> {
-    items(&format!("{url}/results?workflow_id={wf}&job_id={job}&all_runs=true"))
-}
 
 #[test]
 fn rules_run_moves_jobs_through_torc_and_torc_runs_the_retries() {
@@ -56,7 +27,7 @@ fn rules_run_moves_jobs_through_torc_and_torc_runs_the_retries() {
     let default_rr = before["killed"].3;
 
     let o = triage(dir, &url, &out, &["run", "--agent", "rules", "--workflow", &wf.to_string(), "--json"], &[]);
-    assert_eq!(o.status.code(), Some(2), "the unknown one needs a person:\n{}", support::stderr(&o));
+    assert_eq!(o.status.code(), Some(2), "the unknown one needs a person:\n{}", stderr(&o));
     let plan = json(&o);
     let outcome = |id: i64| {
         plan["jobs"].as_array().and_then(|js| js.iter().find(|j| j["job_id"] == id)).map(|j| j["outcome"].clone())
@@ -115,7 +86,7 @@ fn rules_run_moves_jobs_through_torc_and_torc_runs_the_retries() {
         &["logs", "--workflow", &wf.to_string(), "--job", &flaky.to_string(), "--attempt", "1"],
         &[],
     );
-    assert!(support::stdout(&logs).contains("ConnectionResetError"), "{}", support::stderr(&logs));
+    assert!(stdout(&logs).contains("ConnectionResetError"), "{}", stderr(&logs));
 }
 
 #[test]
@@ -132,7 +103,7 @@ fn listing_is_bulk_and_a_missing_stderr_is_reported_per_job() {
         &["run", "--agent", "rules", "--workflow", &wf, "--dry-run", "--json"],
         &[],
     );
-    assert_eq!(o.status.code(), Some(2), "{}", support::stderr(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let plan = json(&o);
     assert_eq!(plan["jobs"].as_array().map(Vec::len), Some(5), "{plan}");
     let log = proxy.take_log();
@@ -143,7 +114,7 @@ fn listing_is_bulk_and_a_missing_stderr_is_reported_per_job() {
     // Asked for directly, the missing file is an error about that job, naming the fix.
     let args = ["logs", "--workflow", &wf, "--job", &unknown.to_string()];
     let o = triage(dir, &proxy.url(), &ran.out, &args, &[]);
-    let err = support::stderr(&o);
+    let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1));
     assert!(
         err.contains(&format!("job {unknown} attempt 1 has no stderr log")) && err.contains("--torc-output-dir"),
@@ -152,7 +123,7 @@ fn listing_is_bulk_and_a_missing_stderr_is_reported_per_job() {
     // A URL without Torc's API prefix is named as such.
     let bare = format!("http://127.0.0.1:{}", ran.server.port);
     let o = triage(dir, &bare, &ran.out, &["run", "--agent", "rules", "--workflow", &wf, "--dry-run"], &[]);
-    assert!(support::stderr(&o).contains("must include Torc's API prefix"), "{}", support::stderr(&o));
+    assert!(stderr(&o).contains("must include Torc's API prefix"), "{}", stderr(&o));
 }
 
 #[test]
@@ -161,8 +132,8 @@ fn bad_urls_dead_servers_and_credentials_get_clear_errors() {
     let (dir, out) = (tmp.path(), tmp.path().join("torc_output"));
     let run = |url: &str, env: &[(&str, &str)]| {
         let o = triage(dir, url, &out, &["run", "--agent", "rules", "--workflow", "1", "--dry-run"], env);
-        assert_eq!(o.status.code(), Some(1), "{url}: {}", support::stderr(&o));
-        support::stderr(&o)
+        assert_eq!(o.status.code(), Some(1), "{url}: {}", stderr(&o));
+        stderr(&o)
     };
     let off = [("TRIAGE_RESILIENCE", "off")];
     let dead = run(&format!("http://127.0.0.1:{}/torc-service/v1", free_port()), &off);

@@ -8,6 +8,7 @@
 //! with the install command: these tests are the proof, they are not skipped.
 #![allow(dead_code, unused_imports)]
 
+mod cli;
 mod proxy;
 mod spec;
 
@@ -18,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub use cli::{json, outcomes, results_of, stderr, stdout, triage, triage_cmd};
 pub use proxy::{Hook, Proxy};
 pub use spec::{JobSpec, e2e_jobs, write_spec};
 

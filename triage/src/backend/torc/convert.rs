@@ -86,7 +86,7 @@ pub(super) fn torc_memory(m: Memory) -> String {
     let b = m.bytes();
     for (unit, shift) in [("t", 40u32), ("g", 30), ("m", 20), ("k", 10)] {
         let size = 1u64 << shift;
-        if b >= size && b % size == 0 {
+        if b >= size && b.is_multiple_of(size) {
             return format!("{}{unit}", b / size);
         }
     }

@@ -79,6 +79,9 @@ use client::{Client, ClientEnv};
 use convert::small;
 use journal::Owner;
 
+/// Which run each known attempt of a job belonged to: `(workflow, job) -> [(attempt, run)]`.
+type AttemptRuns = HashMap<(i64, i64), Vec<(u32, u32)>>;
+
 /// How to reach a Torc server and where its runner wrote job output.
 #[derive(Debug, Clone)]
 pub struct TorcOptions {
@@ -106,7 +109,7 @@ pub struct TorcBackend {
     client: Client,
     output_dir: PathBuf,
     /// `(workflow, job) -> [(attempt, run)]` seen by the last listing, for `read_log`.
-    runs: Mutex<HashMap<(i64, i64), Vec<(u32, u32)>>>,
+    runs: Mutex<AttemptRuns>,
     owner: Owner,
 }
 

@@ -74,6 +74,8 @@ pub(super) struct Changed {
     pub resources: Option<i64>,
     /// Whether this move deleted the attempt's result row.
     pub deleted_result: bool,
+    /// Whether this move set the job `running` (Torc answered 200 to our status change).
+    pub set_running: bool,
 }
 
 impl TorcBackend {
@@ -234,6 +236,7 @@ impl TorcBackend {
         if !a.ok() && a.status != 422 {
             return Err(self.client.unexpected(&a, &format!("setting job {job_id} to running")));
         }
+        changed.set_running = a.ok();
         // 422 here means a rival changed the status between our read and our write; the
         // retry endpoint below decides who wins either way.
         let path = format!("/jobs/{job_id}/retry/{run}");
@@ -285,6 +288,7 @@ impl TorcBackend {
         if !a.ok() {
             return Err(self.client.unexpected(&a, &format!("setting job {job_id} to running")));
         }
+        changed.set_running = true;
         let mut body = result.clone();
         body.status = JobStatus::Failed;
         let body = serde_json::to_value(&body).map_err(|e| BackendError::Unsupported(e.to_string()))?;
@@ -357,10 +361,11 @@ impl TorcBackend {
         if a.ok() { Ok(()) } else { Err(self.client.unexpected(&a, &what)) }
     }
 
-    /// Revert what a move changed, as far as the job still shows it: a job `running` with no
-    /// runner at the intent's attempt goes back to pending_failed (at a later attempt, a
-    /// rival retried it: it goes to ready); the deleted result row comes back; the job gets
-    /// its old resource requirements row back if it still names the one the move created.
+    /// Revert what a move changed, as far as the job still shows it: a job this move set
+    /// `running` that has no runner goes back to pending_failed at the intent's attempt (at a
+    /// later attempt, a rival retried it: it goes to ready, whoever set it running); the
+    /// deleted result row comes back; the job gets its old resource requirements row back
+    /// if it still names the one the move created. A rival's changes are left alone.
     pub(super) async fn undo(&self, workflow_id: i64, intent: &Intent, changed: Changed) -> Result<(), BackendError> {
         let seen = self.look(workflow_id, intent.job_id).await?;
         let (job, run) = (&seen.job, seen.run_id);
@@ -396,7 +401,7 @@ impl TorcBackend {
                 return Err(self.client.unexpected(&a, &what));
             }
         }
-        if idle_running {
+        if idle_running && changed.set_running {
             self.expect_ok(self.set_status(intent.job_id, JobStatus::PendingFailed, run).await?, "undoing")?;
         }
         if let (Some(ours), Some(old)) = (changed.resources, intent.resource_requirements_id)

@@ -67,6 +67,8 @@ impl TorcBackend {
         let changed = Changed {
             resources: seen.job.resource_requirements_id.filter(|rr| Some(*rr) != intent.resource_requirements_id),
             deleted_result: seen.result.as_ref().is_none_or(|r| r.status != JobStatus::PendingFailed),
+            // A job left running with no runner at the intent's attempt is the dead mover's.
+            set_running: true,
         };
         if moved {
             // `undo` only repairs a job left running at the later attempt; it leaves the move.
