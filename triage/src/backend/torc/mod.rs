@@ -60,6 +60,7 @@ mod journal;
 mod listing;
 mod moves;
 mod recover;
+mod resources;
 mod wire;
 
 use std::collections::HashMap;

@@ -14,7 +14,7 @@
 //! row (a second `DELETE` of the same id gets 404 or 500): whoever deleted it owns the job
 //! until the move ends. A refused racer undoes whatever it changed and reports `Stale`.
 //!
-//! Any failure after a change undoes the change ([`TorcBackend::undo`]): the job goes back to
+//! Any failure after a change undoes the change ([`TorcBackend::undo`], in `recover.rs`): the job goes back to
 //! pending_failed at the same attempt, with its result row and its resource requirements,
 //! so an error never leaves a job `running` without a runner.
 
@@ -23,9 +23,9 @@ use serde_json::json;
 
 use super::TorcBackend;
 use super::client::{Answer, Safety};
-use super::convert::{small, torc_memory};
+use super::convert::small;
 use super::journal::{INTENT_CATEGORY, Intent, MoveKind};
-use super::wire::{TorcJob, TorcResources, TorcResult};
+use super::wire::{TorcJob, TorcResult};
 use crate::backend::{AuditEvent, BackendError, Guard, MoveOutcome, ResourceChange};
 use crate::model::JobStatus;
 
@@ -304,115 +304,5 @@ impl TorcBackend {
             attempt_id: small(job.attempt(), "attempt_id", self.client.base())?,
             canceled: vec![],
         })
-    }
-
-    /// A resource requirements row of the job's own, with the new memory/runtime: rows are
-    /// shared, and changing the shared one would change every job that names it.
-    async fn own_resources(
-        &self,
-        workflow_id: i64,
-        job: &TorcJob,
-        change: &ResourceChange,
-        next_attempt: i64,
-    ) -> Result<i64, BackendError> {
-        let job_id = job.id.unwrap_or_default();
-        let old = match job.resource_requirements_id {
-            Some(id) => Some(
-                self.client
-                    .get::<TorcResources>(&format!("/resource_requirements/{id}"), &[], "reading resource requirements")
-                    .await?,
-            ),
-            None => None,
-        };
-        let new = TorcResources {
-            id: None,
-            workflow_id,
-            name: format!("triage_j{job_id}_a{next_attempt}"),
-            num_cpus: old.as_ref().map_or(1, |o| o.num_cpus),
-            num_gpus: old.as_ref().map_or(0, |o| o.num_gpus),
-            num_nodes: old.as_ref().map_or(1, |o| o.num_nodes),
-            memory: change.memory.map(torc_memory).or_else(|| old.as_ref().and_then(|o| o.memory.clone())),
-            runtime: change.runtime.map(|r| r.to_string()).or_else(|| old.as_ref().and_then(|o| o.runtime.clone())),
-        };
-        let body = serde_json::to_value(&new).map_err(|e| BackendError::Unsupported(e.to_string()))?;
-        let what = format!("creating resource requirements for job {job_id}");
-        let a = self
-            .client
-            .call(Method::POST, "/resource_requirements", &[], Some(&body), Safety::Idempotent, &what)
-            .await?;
-        if !a.ok() {
-            return Err(self.client.unexpected(&a, &what));
-        }
-        let created: TorcResources = a.json(&what)?;
-        let id = created.id.ok_or_else(|| self.client.unexpected(&a, &what))?;
-        self.point_resources(job, id).await?;
-        Ok(id)
-    }
-
-    /// `PUT /jobs/{id}` changing only `resource_requirements_id` (allowed in any status).
-    pub(super) async fn point_resources(&self, job: &TorcJob, rr: i64) -> Result<(), BackendError> {
-        let job_id = job.id.unwrap_or_default();
-        let body = json!({"workflow_id": job.workflow_id, "name": job.name, "command": job.command, "resource_requirements_id": rr});
-        let what = format!("giving job {job_id} resource requirements {rr}");
-        let a = self
-            .client
-            .call(Method::PUT, &format!("/jobs/{job_id}"), &[], Some(&body), Safety::Idempotent, &what)
-            .await?;
-        if a.ok() { Ok(()) } else { Err(self.client.unexpected(&a, &what)) }
-    }
-
-    /// Revert what a move changed, as far as the job still shows it: a job this move set
-    /// `running` that has no runner goes back to pending_failed at the intent's attempt (at a
-    /// later attempt, a rival retried it: it goes to ready, whoever set it running); the
-    /// deleted result row comes back; the job gets its old resource requirements row back
-    /// if it still names the one the move created. A rival's changes are left alone.
-    pub(super) async fn undo(&self, workflow_id: i64, intent: &Intent, changed: Changed) -> Result<(), BackendError> {
-        let seen = self.look(workflow_id, intent.job_id).await?;
-        let (job, run) = (&seen.job, seen.run_id);
-        let idle_running = job.status == Some(JobStatus::Running) && job.compute_node_id.is_none();
-        if job.attempt() > intent.attempt_id {
-            if idle_running {
-                self.expect_ok(self.set_status(intent.job_id, JobStatus::Ready, run).await?, "repairing")?;
-            }
-            return Ok(());
-        }
-        if job.attempt() != intent.attempt_id || run != intent.run_id {
-            return Ok(()); // reset by someone else (e.g. `torc recover`): nothing of ours to undo
-        }
-        if changed.deleted_result && !idle_running && job.status != Some(JobStatus::PendingFailed) {
-            return Ok(()); // completed since: the move went through after all
-        }
-        if changed.deleted_result && seen.result.as_ref().is_none_or(|r| r.status != JobStatus::PendingFailed) {
-            if let Some(r) = &seen.result
-                && let Some(id) = r.id
-            {
-                let what = format!("removing the partial result {id} of job {}", intent.job_id);
-                let a =
-                    self.client.call(Method::DELETE, &format!("/results/{id}"), &[], None, Safety::Once, &what).await?;
-                if !a.ok() && a.status != 404 {
-                    return Err(self.client.unexpected(&a, &what));
-                }
-            }
-            let body = serde_json::to_value(&intent.result).map_err(|e| BackendError::Unsupported(e.to_string()))?;
-            let what = format!("restoring the pending_failed result of job {}", intent.job_id);
-            let a = self.client.call(Method::POST, "/results", &[], Some(&body), Safety::Once, &what).await?;
-            // 500 with a UNIQUE violation: a rival restored it first; that is as good.
-            if !a.ok() && a.status < 500 {
-                return Err(self.client.unexpected(&a, &what));
-            }
-        }
-        if idle_running && changed.set_running {
-            self.expect_ok(self.set_status(intent.job_id, JobStatus::PendingFailed, run).await?, "undoing")?;
-        }
-        if let (Some(ours), Some(old)) = (changed.resources, intent.resource_requirements_id)
-            && job.resource_requirements_id == Some(ours)
-        {
-            self.point_resources(job, old).await?;
-        }
-        Ok(())
-    }
-
-    fn expect_ok(&self, a: Answer, what: &str) -> Result<(), BackendError> {
-        if a.ok() { Ok(()) } else { Err(self.client.unexpected(&a, what)) }
     }
 }
