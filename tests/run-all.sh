@@ -25,7 +25,7 @@ if [ ! -x "$TORC_ROOT/bin/torc-server" ] || [ ! -x "$TORC_ROOT/bin/torc" ]; then
   SQLX_OFFLINE=true cargo install torc@1.0.0 --features server-bin,mcp-server --locked --root "$TORC_ROOT"
 fi
 export TORC_BIN_DIR="$TORC_ROOT/bin"
-"$TORC_BIN_DIR/torc-server" --version
+"$TORC_BIN_DIR/torc" --version
 
 step "tests"
 cargo test --workspace --locked
