@@ -323,3 +323,39 @@ fn source_chain(e: &(dyn std::error::Error + 'static)) -> String {
     }
     parts.join(": ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, body: &str) -> Answer {
+        Answer { status, body: body.as_bytes().to_vec(), url: "http://h/torc-service/v1/x".into() }
+    }
+
+    #[test]
+    fn torc_error_bodies_become_their_message() {
+        assert_eq!(answer(422, r#"{"error":{"message":"Run ID mismatch"}}"#).message(), "Run ID mismatch");
+        assert_eq!(answer(500, r#"{"error":"boom"}"#).message(), "boom");
+        assert_eq!(answer(400, "Invalid query").message(), "Invalid query");
+        assert_eq!(answer(404, "").message(), "(empty body)");
+        let long = answer(500, &"é".repeat(400)).message();
+        assert!(long.ends_with('…') && long.len() <= 304, "{long}");
+    }
+
+    #[test]
+    fn errors_name_the_url_and_the_fix() {
+        let env = ClientEnv { user: "alice".into(), password: Some("pw".into()), ..ClientEnv::default() };
+        let c = Client::new("http://h:1/torc-service/v1", env, Duration::from_secs(1), Backoff::none()).unwrap();
+        let e = c.unexpected(&answer(401, ""), "reading workflow 1").to_string();
+        assert!(
+            e.contains("http://h/torc-service/v1/x") && e.contains("`alice`") && e.contains("TORC_PASSWORD"),
+            "{e}"
+        );
+        let e = c.unexpected(&answer(404, ""), "reading workflow 1").to_string();
+        assert!(e.contains("/torc-service/v1") && e.contains("API prefix"), "{e}");
+        let e = c.unexpected(&answer(404, r#"{"error":{"message":"nope"}}"#), "x");
+        assert!(matches!(e, BackendError::Remote { transient: false, .. }), "{e}");
+        assert!(c.unexpected(&answer(503, ""), "x").is_transient());
+        assert!(!format!("{:?}", c).contains("pw"), "the password never shows in Debug output");
+    }
+}

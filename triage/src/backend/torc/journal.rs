@@ -55,6 +55,11 @@ impl Owner {
         if self.host != hostname() {
             return now_ms.saturating_sub(intent_ms) > FOREIGN_INTENT_GRACE_MS;
         }
+        if !std::path::Path::new("/proc/self/stat").exists() {
+            // No procfs (macOS, BSD): ask the kernel whether the pid exists.
+            let pid = i32::try_from(self.pid).unwrap_or(i32::MAX);
+            return nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err();
+        }
         match (start_ticks(self.pid), self.started) {
             (None, _) => true,
             (Some(now), Some(then)) => now != then,
