@@ -122,6 +122,69 @@ fn the_retry_endpoint_and_the_result_delete_let_one_racer_through() {
     assert_each_moved_once(&url, wf, &t, &p);
 }
 
+/// The windows the module docs name, made to happen: a rival's whole move runs while one
+/// mover is held just before its `running` status change (retry) or its `DELETE` (fail).
+#[test]
+fn a_rival_move_inside_a_movers_window_is_caught_and_repaired() {
+    let ran = Ran::new(&many(1, 1));
+    let (url, wf) = (ran.server.url(), ran.wf);
+    let proxy = Proxy::start(ran.server.port);
+    let jobs = jobs_by_name(&url, wf);
+    let (t, p) = (jobs["t00"].0, jobs["p00"].0);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let (late_retry, late_fail) = rt.block_on(async {
+        let open = |u: &str| {
+            let opts =
+                TorcOptions { output_dir: ran.out.clone(), timeout: Duration::from_secs(30), ..TorcOptions::default() };
+            std::sync::Arc::new(TorcBackend::open(u, opts).expect("open backend"))
+        };
+        let (direct, held) = (open(&url), open(&proxy.url()));
+        let info = direct.workflow(wf).await.expect("workflow");
+        let guard = Guard { status: JobStatus::PendingFailed, attempt_id: 1, run_id: info.run_id };
+        let audit = |who: &str, what: &str, job| AuditEvent::now(who, what, Some(job), "window test");
+
+        // retry: the held mover saw pending_failed, the rival retries, then the held mover's
+        // `running` lands on the now-ready job; Torc's retry endpoint refuses it (attempt 2 is
+        // not below max_retries 2) and the mover puts the job back to ready.
+        let gate = proxy.gate("PUT", "/manage_status_change/running/");
+        let (h, g, a) = (held.clone(), guard, audit("held", "retry", t));
+        let late = tokio::spawn(async move { h.retry_job(wf, t, &g, &ResourceChange::default(), &a).await });
+        tokio::task::spawn_blocking({
+            let gate = gate.clone();
+            move || gate.wait_hit()
+        })
+        .await
+        .expect("gate");
+        let first = direct.retry_job(wf, t, &guard, &ResourceChange::default(), &audit("rival", "retry", t)).await;
+        assert!(matches!(first, Ok(MoveOutcome::Moved { attempt_id: 2, .. })), "{first:?}");
+        gate.open();
+        let late_retry = late.await.expect("task").expect("retry");
+
+        // fail: the held mover's DELETE comes after the rival's whole fail: 404, stale.
+        let gate = proxy.gate("DELETE", "/results/");
+        let (h, g, a) = (held.clone(), guard, audit("held", "fail", p));
+        let late = tokio::spawn(async move { h.fail_job(wf, p, &g, &a).await });
+        tokio::task::spawn_blocking({
+            let gate = gate.clone();
+            move || gate.wait_hit()
+        })
+        .await
+        .expect("gate");
+        let first = direct.fail_job(wf, p, &guard, &audit("rival", "fail", p)).await;
+        assert!(matches!(first, Ok(MoveOutcome::Moved { .. })), "{first:?}");
+        gate.open();
+        let late_fail = late.await.expect("task").expect("fail");
+        (late_retry, late_fail)
+    });
+    assert!(matches!(late_retry, MoveOutcome::Stale { status: JobStatus::Ready, attempt_id: 2, .. }), "{late_retry:?}");
+    assert!(matches!(late_fail, MoveOutcome::Stale { status: JobStatus::Failed, .. }), "{late_fail:?}");
+    assert!(
+        proxy.take_log().iter().any(|r| r.starts_with("PUT") && r.contains("/manage_status_change/ready/")),
+        "the repair ran"
+    );
+    assert_each_moved_once(&url, wf, &["t00"], &["p00"]);
+}
+
 #[test]
 fn two_triage_applies_at_once_move_each_job_once() {
     let ran = Ran::new(&many(10, 4));

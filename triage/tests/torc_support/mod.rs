@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 pub use cli::{json, outcomes, results_of, stderr, stdout, triage, triage_cmd};
-pub use proxy::{Hook, Proxy};
+pub use proxy::{Gate, Hook, Proxy};
 pub use spec::{JobSpec, e2e_jobs, write_spec};
 
 pub const INSTALL: &str = "SQLX_OFFLINE=true cargo install torc@1.0.0 --features server-bin,mcp-server --locked --root ~/.cache/triage/torc-1.0.0";

@@ -1,7 +1,8 @@
 //! A loopback HTTP/1.1 proxy in front of `torc-server`: counts and logs requests, can be
-//! pointed at a restarted server, and can kill the server right after a chosen request has
-//! been answered (the answer still reaches the client, as when a server dies just after
-//! committing). While "down" it closes every connection, like a dead server.
+//! pointed at a restarted server, can kill the server right after a chosen request has been
+//! answered (the answer still reaches the client, as when a server dies just after
+//! committing), and can hold a chosen request until the test lets it go (to put a rival's
+//! whole move inside one mover's window). While "down" it closes every connection.
 //!
 //! Each request is forwarded on a fresh upstream connection with `Connection: close`, so the
 //! response is simply read to its end.
@@ -9,7 +10,8 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 /// Kill the process `pid` right after the first request whose method is `method` and whose
 /// path contains `path_contains` has been answered by it.
@@ -20,6 +22,41 @@ pub struct Hook {
     pub pid: u32,
 }
 
+/// Holds the first request matching `method` and `path_contains` until [`Gate::open`].
+#[derive(Debug, Default)]
+pub struct Gate {
+    method: String,
+    path_contains: String,
+    hit: AtomicBool,
+    open: Mutex<bool>,
+    opened: Condvar,
+}
+
+impl Gate {
+    /// Wait (at most 20 s) until a request is held at the gate.
+    pub fn wait_hit(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.hit.load(Ordering::SeqCst) {
+            assert!(Instant::now() < deadline, "no {} {} reached the gate", self.method, self.path_contains);
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Let the held request (and any later one) through.
+    pub fn open(&self) {
+        *self.open.lock().expect("lock") = true;
+        self.opened.notify_all();
+    }
+
+    fn hold(&self) {
+        self.hit.store(true, Ordering::SeqCst);
+        let mut open = self.open.lock().expect("lock");
+        while !*open {
+            open = self.opened.wait(open).expect("wait");
+        }
+    }
+}
+
 #[derive(Default)]
 struct State {
     upstream: Mutex<u16>,
@@ -27,6 +64,7 @@ struct State {
     count: AtomicUsize,
     log: Mutex<Vec<String>>,
     hook: Mutex<Option<Hook>>,
+    gate: Mutex<Option<Arc<Gate>>>,
 }
 
 pub struct Proxy {
@@ -60,6 +98,13 @@ impl Proxy {
 
     pub fn kill_after(&self, hook: Hook) {
         *self.state.hook.lock().expect("lock") = Some(hook);
+    }
+
+    /// Hold the next request matching `method` and `path_contains` until the gate opens.
+    pub fn gate(&self, method: &str, path_contains: &str) -> Arc<Gate> {
+        let gate = Arc::new(Gate { method: method.into(), path_contains: path_contains.into(), ..Gate::default() });
+        *self.state.gate.lock().expect("lock") = Some(gate.clone());
+        gate
     }
 
     pub fn is_down(&self) -> bool {
@@ -114,6 +159,13 @@ fn serve(client: TcpStream, state: &State) {
         state.count.fetch_add(1, Ordering::SeqCst);
         if let Ok(mut log) = state.log.lock() {
             log.push(format!("{method} {path}"));
+        }
+        let held = state.gate.lock().ok().and_then(|mut g| {
+            let hit = g.as_ref().is_some_and(|g| g.method == method && path.contains(&g.path_contains));
+            if hit { g.take() } else { None }
+        });
+        if let Some(gate) = held {
+            gate.hold();
         }
         if state.down.load(Ordering::SeqCst) {
             let _ = writer.shutdown(Shutdown::Both);

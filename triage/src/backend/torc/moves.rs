@@ -201,7 +201,13 @@ impl TorcBackend {
                 if let Err(e) = self.close_intent(intent_id).await {
                     tracing::warn!("job {}: intent {intent_id} stays open: {e}", intent.job_id);
                 }
-                outcome
+                match outcome {
+                    // Report the job as the undo left it (a repair may have changed it).
+                    Ok(MoveOutcome::Stale { .. }) => {
+                        self.look(workflow_id, intent.job_id).await?.stale(self.client.base())
+                    }
+                    other => other,
+                }
             }
             Err(undo_err) => match outcome {
                 Ok(_) => Err(undo_err),
