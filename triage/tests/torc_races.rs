@@ -280,3 +280,43 @@ fn killing_the_server_mid_apply_leaves_no_job_running_and_none_moved_twice() {
     eventually("after_syntax canceled", || jobs_by_name(&url3, wf)["after_syntax"].1 == "canceled");
     assert_eq!(jobs_by_name(&url3, wf)["unknown"].1, "pending_failed");
 }
+
+#[test]
+fn an_interrupted_retry_with_more_memory_gets_its_resources_back_then_moves_once() {
+    let mut ran = Ran::new(&e2e_jobs());
+    let (wf, dir, out) = (ran.wf, ran.tmp.path().to_path_buf(), ran.out.clone());
+    let proxy = Proxy::start(ran.server.port);
+    let plan = dir.join("plan.json").display().to_string();
+    let args = ["run", "--agent", "rules", "--workflow", &wf.to_string(), "--dry-run", "--plan-out", &plan];
+    assert_eq!(triage(&dir, &proxy.url(), &out, &args, &[]).status.code(), Some(2));
+    let before = jobs_by_name(&ran.server.url(), wf);
+    let (killed, shared_rr) = (before["killed"].0, before["killed"].3);
+
+    // The server dies right after the job was pointed at its own, bigger resources row.
+    let path = format!("/torc-service/v1/jobs/{killed}");
+    proxy.kill_after(Hook { method: "PUT".into(), path_contains: path, pid: ran.server.pid() });
+    let o = triage(&dir, &proxy.url(), &out, &["apply", "--plan", &plan], &[("TRIAGE_RESILIENCE", "off")]);
+    assert!(proxy.is_down() && o.status.code() == Some(1), "{}", stderr(&o));
+    ran.server.kill();
+    let server = TorcServer::start(&ran.server.db);
+    proxy.repoint(server.port);
+    let url = server.url();
+    let mid = jobs_by_name(&url, wf);
+    assert_eq!((mid["killed"].1.as_str(), mid["killed"].2), ("pending_failed", 1));
+    assert_ne!(mid["killed"].3, shared_rr, "interrupted after it got its own row");
+
+    let o =
+        triage(&dir, &proxy.url(), &out, &["run", "--agent", "rules", "--workflow", &wf.to_string(), "--json"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(json(&o)["events"].to_string().contains("recovered"));
+    assert_each_moved_once(&url, wf, &["conn_refused", "killed", "flaky"], &["syntax"]);
+    let after = jobs_by_name(&url, wf);
+    let own = torc_support::get(&format!("{url}/resource_requirements/{}", after["killed"].3));
+    let shared = torc_support::get(&format!("{url}/resource_requirements/{shared_rr}"));
+    assert_eq!((own["memory"].as_str(), shared["memory"].as_str()), (Some("2m"), Some("1m")), "{own} {shared}");
+    assert!(after.values().all(|j| j.3 == shared_rr || j.0 == killed), "no other job touched: {after:?}");
+    let recovered: Vec<Value> =
+        events(&url, wf).into_iter().filter(|e| e["action"] == "recover" && e["job_id"] == killed).collect();
+    assert_eq!(recovered.len(), 1, "{recovered:?}");
+    assert_eq!(recovered[0]["details"]["resolution"], "rolled_back", "{recovered:?}");
+}
