@@ -78,7 +78,15 @@ fn rules_run_moves_jobs_through_torc_and_torc_runs_the_retries() {
     assert_eq!((last["conn_refused"].1.as_str(), last["conn_refused"].2), ("pending_failed", 2));
     assert_eq!(results_of(&url, wf, last["conn_refused"].0).len(), 2);
 
-    // Both attempts are visible to triage: the tail of attempt 1 on request.
+    // Both attempts are visible to triage: the engine sees the repeat (it needs both tails)...
+    let args = ["run", "--agent", "rules", "--workflow", &wf.to_string(), "--dry-run", "--json"];
+    let again = json(&triage(dir, &url, &out, &args, &[]));
+    let conn =
+        again["jobs"].as_array().and_then(|js| js.iter().find(|j| j["job_id"] == last["conn_refused"].0)).cloned();
+    let conn = conn.unwrap_or_default();
+    assert_eq!(conn["attempt_id"], 2, "{conn}");
+    assert!(conn["validation"].to_string().contains("identically"), "the repeat is seen: {conn}");
+    // ... and the tail of attempt 1 on request.
     let logs = triage(
         dir,
         &url,

@@ -1,7 +1,13 @@
 //! Reading a workflow from Torc in bulk: jobs by status with Torc's paging, and, for the
 //! attempts, upstream ids and resources, three workflow-wide requests (results of all runs,
 //! dependency edges, resource requirements) made concurrently, instead of one request per
-//! job as Torc's own MCP server does. A listing costs 4 requests per 100,000 jobs.
+//! job as Torc's own MCP server does. A listing costs 4 requests per 100,000 rows.
+//!
+//! A listing by status asks only for the results that ended in that status (Torc filters
+//! `result.status`), so listing 10 pending_failed jobs of a workflow with a million completed
+//! ones does not read a million results. For pending_failed jobs these are the attempts that
+//! waited for a decision, which is what the retry budget counts; `job()`, which the engine
+//! calls again before every move, carries every attempt of every run.
 //!
 //! Logs are files, not requests: `read_log` needs the run an attempt belonged to, which the
 //! listing has just seen, so the backend remembers `(workflow, job) -> [(attempt, run)]` and
@@ -44,10 +50,14 @@ impl TorcBackend {
         a.json(&what)
     }
 
-    /// Results of every run, dependency edges and resource requirements of the workflow.
-    pub(super) async fn tables(&self, workflow_id: i64) -> Result<Tables, BackendError> {
+    /// Results of every run (those that ended in `status`, if given), dependency edges and
+    /// resource requirements of the workflow.
+    pub(super) async fn tables(&self, workflow_id: i64, status: Option<JobStatus>) -> Result<Tables, BackendError> {
         let wf = ("workflow_id", workflow_id.to_string());
-        let results_q = [wf.clone(), ("all_runs", "true".into()), ("sort_by", "id".into())];
+        let mut results_q = vec![wf.clone(), ("all_runs", "true".into()), ("sort_by", "id".into())];
+        if let Some(s) = status {
+            results_q.push(("status", s.as_str().to_string()));
+        }
         let results = self.client.get_all::<TorcResult>("/results", &results_q, "listing results");
         let edges_path = format!("/workflows/{workflow_id}/job_dependencies");
         let edges = self.client.get_all::<TorcEdge>(&edges_path, &[], "listing job dependencies");
@@ -91,7 +101,7 @@ impl TorcBackend {
         page: PageRequest,
     ) -> Result<JobPage, BackendError> {
         let (jobs, tables) =
-            tokio::join!(self.job_page(workflow_id, status, page.offset, page.limit), self.tables(workflow_id));
+            tokio::join!(self.job_page(workflow_id, status, page.offset, page.limit), self.tables(workflow_id, status));
         let (jobs, tables) = (jobs?, tables?);
         let total = u64::try_from(jobs.total_count).unwrap_or_default();
         let next = page.offset + jobs.items.len() as u64;
@@ -109,7 +119,7 @@ impl TorcBackend {
             q.push(("status", s.as_str().to_string()));
         }
         let (jobs, tables) =
-            tokio::join!(self.client.get_all::<TorcJob>("/jobs", &q, "listing jobs"), self.tables(workflow_id));
+            tokio::join!(self.client.get_all::<TorcJob>("/jobs", &q, "listing jobs"), self.tables(workflow_id, status));
         self.build(&jobs?, &tables?)
     }
 
