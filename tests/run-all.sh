@@ -44,6 +44,15 @@ step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "Torc 1.0 (the real server the torc backend is tested against)"
+TORC_ROOT="$TRIAGE_TOOLS/torc-1.0.0"
+if [ ! -x "$TORC_ROOT/bin/torc-server" ] || [ ! -x "$TORC_ROOT/bin/torc" ]; then
+  echo "installing Torc 1.0 into $TORC_ROOT (about 15 minutes on 2 cores, once)"
+  SQLX_OFFLINE=true cargo install torc@1.0.0 --features server-bin,mcp-server --locked --root "$TORC_ROOT"
+fi
+export TORC_BIN_DIR="$TORC_ROOT/bin"
+"$TORC_BIN_DIR/torc" --version
+
 step "build"
 cargo build --workspace --locked
 export TRIAGE_BIN_DIR="$ROOT/target/debug"

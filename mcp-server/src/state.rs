@@ -48,9 +48,9 @@ impl State {
             api_url: args.api_url.clone(),
             torc_output_dir: args.torc_output_dir.clone(),
         };
-        let backend = flags.open()?;
-        let catalog = Arc::new(load_catalog(&args.catalogs)?);
         let mut policy = load_policy(args.policy.as_deref())?;
+        let backend = flags.open_with(&policy.resilience)?;
+        let catalog = Arc::new(load_catalog(&args.catalogs)?);
         if args.allow_overrides {
             policy.allow_overrides = true;
         }

@@ -4,9 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::backend::{BackendError, BackendSpec, JobBackend, open_backend};
+use std::time::Duration;
+
+use crate::backend::torc::TorcOptions;
+use crate::backend::{BackendError, BackendOptions, BackendSpec, JobBackend, open_backend};
 use crate::catalog::{Catalog, CatalogError};
-use crate::engine::{Policy, PolicyError};
+use crate::engine::{Policy, PolicyError, Resilience};
+use crate::resilience::Backoff;
 
 /// The backend flags a surface accepts.
 #[derive(Debug, Clone, Default)]
@@ -29,10 +33,33 @@ impl BackendFlags {
         }
     }
 
-    /// Resolve and open the backend.
+    /// Resolve and open the backend with the default resilience settings.
     pub fn open(&self) -> Result<Arc<dyn JobBackend>, BackendError> {
+        self.open_with(&Resilience::default())
+    }
+
+    /// Resolve and open the backend; a remote one times out and retries as `resilience`
+    /// says (no retries with `TRIAGE_RESILIENCE=off`).
+    pub fn open_with(&self, resilience: &Resilience) -> Result<Arc<dyn JobBackend>, BackendError> {
         let (spec, source) = BackendSpec::resolve(self.spec_flag().as_deref())?;
-        open_backend(&spec, source)
+        let backoff =
+            if crate::resilience::disabled() { Backoff::none() } else { Backoff::new(resilience, fastrand::u64(..)) };
+        let opts = BackendOptions {
+            torc: TorcOptions {
+                output_dir: self.torc_output_dir(),
+                timeout: Duration::from_secs(resilience.backend_timeout_secs.max(1)),
+                backoff,
+            },
+        };
+        open_backend(&spec, source, &opts)
+    }
+
+    /// `--torc-output-dir`, else `TORC_OUTPUT_DIR`, else `torc_output` (Torc's default).
+    pub fn torc_output_dir(&self) -> PathBuf {
+        self.torc_output_dir
+            .clone()
+            .or_else(|| std::env::var_os("TORC_OUTPUT_DIR").filter(|v| !v.is_empty()).map(PathBuf::from))
+            .unwrap_or_else(|| PathBuf::from("torc_output"))
     }
 }
 

@@ -42,6 +42,12 @@ pub enum BackendError {
     #[error("{what} at {url} failed: {why}")]
     Remote { url: String, what: String, why: String, transient: bool },
 
+    #[error("{url} answered {status} ({what}): {hint}")]
+    Denied { url: String, status: u16, what: String, hint: String },
+
+    #[error("{url} answered 404 ({what}): {hint}")]
+    NoRoute { url: String, what: String, hint: String },
+
     #[error("{0}")]
     Unsupported(String),
 

@@ -6,19 +6,21 @@
 //! [`MoveOutcome::Stale`], never touched. Everything with side effects on jobs goes through here.
 //!
 //! - [`dir`]: the directory store, format v1 (the embedded default; no server needed).
-//! - Torc's REST API and Slurm fit the same trait: each needs only list/get/log/retry/fail.
+//! - [`torc`]: a Torc 1.0 server's REST API (`torc:URL`), proven against a real server.
+//! - Slurm and others fit the same trait: each needs only list/get/log/retry/fail.
 //!
 //! [`BackendSpec`] parses and resolves `--backend` (DESIGN.md, "Backend selection").
 
 pub mod dir;
 mod error;
 mod spec;
+pub mod torc;
 mod types;
 
 use async_trait::async_trait;
 
 pub use error::BackendError;
-pub use spec::{BackendSpec, SpecSource, open_backend};
+pub use spec::{BackendOptions, BackendSpec, SpecSource, open_backend};
 pub use types::{
     AuditEvent, Guard, JobPage, LogStream, LogTail, MoveOutcome, PageRequest, ResourceChange, TailSize, WorkflowInfo,
 };
@@ -83,6 +85,14 @@ pub trait JobBackend: Send + Sync {
 
     /// Record an event in the workflow's audit trail (who, what, why, when).
     async fn append_event(&self, workflow_id: i64, event: &AuditEvent) -> Result<(), BackendError>;
+
+    /// Resolve moves an earlier process began and did not end (it crashed, or the server
+    /// died mid-move): each is completed or undone, never applied twice. Returns what was
+    /// done, one event per job. Called before applying anything. A backend whose moves are
+    /// atomic (the directory store) has nothing to recover.
+    async fn recover(&self, _workflow_id: i64) -> Result<Vec<AuditEvent>, BackendError> {
+        Ok(Vec::new())
+    }
 
     /// Every job of the workflow with `status`, all pages.
     async fn all_jobs(&self, workflow_id: i64, status: Option<JobStatus>) -> Result<Vec<Job>, BackendError> {

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::dir::DirBackend;
+use super::torc::{TorcBackend, TorcOptions};
 use super::{BackendError, JobBackend};
 
 /// A parsed backend spec.
@@ -89,8 +90,19 @@ impl std::fmt::Display for BackendSpec {
     }
 }
 
+/// What opening a backend needs besides its spec (each kind reads its own part).
+#[derive(Debug, Clone, Default)]
+pub struct BackendOptions {
+    /// For `torc:URL`: Torc's output directory, request timeout and retry delays.
+    pub torc: TorcOptions,
+}
+
 /// Open the backend a spec names.
-pub fn open_backend(spec: &BackendSpec, source: SpecSource) -> Result<Arc<dyn JobBackend>, BackendError> {
+pub fn open_backend(
+    spec: &BackendSpec,
+    source: SpecSource,
+    opts: &BackendOptions,
+) -> Result<Arc<dyn JobBackend>, BackendError> {
     match spec {
         BackendSpec::Dir(path) => {
             let backend = DirBackend::open(path).map_err(|e| match e {
@@ -101,10 +113,7 @@ pub fn open_backend(spec: &BackendSpec, source: SpecSource) -> Result<Arc<dyn Jo
             })?;
             Ok(Arc::new(backend))
         }
-        BackendSpec::Torc(url) => Err(BackendError::Unsupported(format!(
-            "backend `torc:{url}` ({}): the Torc backend is not part of this build yet; use a directory store (`--backend dir:PATH`)",
-            source.describe()
-        ))),
+        BackendSpec::Torc(url) => Ok(Arc::new(TorcBackend::open(url, opts.torc.clone())?)),
     }
 }
 

@@ -58,6 +58,12 @@ pub async fn run(global: &GlobalArgs, args: ApplyArgs) -> anyhow::Result<ExitCod
     let mode = if args.dry_run { Mode::DryRun } else { Mode::Apply };
     let who = format!("triage apply ({})", args.plan.display());
     let mut events = Vec::new();
+    if !args.dry_run {
+        for e in engine.recover(plan.workflow_id).await {
+            progress.event(&e);
+            events.push(e);
+        }
+    }
     for i in 0..plan.jobs.len() {
         let entry = &plan.jobs[i];
         let wanted = entry.proposed.is_some() && matches!(entry.outcome, Outcome::WouldApply | Outcome::NeedsReview);

@@ -62,9 +62,9 @@ impl GlobalArgs {
         if flags.spec_flag().is_none() && !env_names_one {
             flags.backend = fallback_spec.map(str::to_string);
         }
-        let backend = flags.open()?;
-        let catalog = Arc::new(self.catalog()?);
         let policy = load_policy(policy)?;
+        let backend = flags.open_with(&policy.resilience)?;
+        let catalog = Arc::new(self.catalog()?);
         Ok(Engine::new(backend, catalog, policy))
     }
 

@@ -45,6 +45,11 @@ impl Engine {
         who: &str,
     ) -> Result<(Vec<ClassifyResult>, Vec<Unmatched>), BackendError> {
         let info = self.backend.workflow(workflow_id).await?;
+        if mode == Mode::Apply {
+            for e in self.recover(workflow_id).await {
+                tracing::warn!(kind = e.kind, "{}", e.reason);
+            }
+        }
         let mut unmatched = Vec::new();
         let mut targets: Vec<(i64, Option<String>, &Classification)> = Vec::new();
         let needs_groups = classifications.iter().any(|c| c.job_id.is_none() && c.signature.is_some());

@@ -108,6 +108,26 @@ impl Engine {
         Ok((info, out))
     }
 
+    /// Resolve the moves an interrupted earlier process left half done (a crash, a server
+    /// that died mid-move; see [`JobBackend::recover`]) before applying anything: one
+    /// `recovered` event per job, or a `warning` when recovery itself failed.
+    pub async fn recover(&self, workflow_id: i64) -> Vec<RunEvent> {
+        let subject = self.backend.describe();
+        match self.backend.recover(workflow_id).await {
+            Ok(done) => done
+                .into_iter()
+                .map(|e| {
+                    RunEvent::now("recovered", &subject, format!("job {}: {}", e.job_id.unwrap_or_default(), e.why))
+                })
+                .collect(),
+            Err(e) => vec![RunEvent::now(
+                "warning",
+                &subject,
+                format!("could not check for interrupted moves in workflow {workflow_id}: {e}"),
+            )],
+        }
+    }
+
     /// The evidence for one job (its upstream statuses fetched one by one).
     pub async fn evidence(&self, info: &WorkflowInfo, job: Job) -> Result<Evidence, BackendError> {
         let mut upstream = Vec::with_capacity(job.depends_on.len());

@@ -62,6 +62,11 @@ pub async fn run(
             ),
         ));
     }
+    if !opts.dry_run {
+        for e in engine.recover(opts.workflow_id).await {
+            emit(e);
+        }
+    }
     let (_, evidence) = engine.pending(opts.workflow_id).await?;
     emit(RunEvent::now(
         "progress",
