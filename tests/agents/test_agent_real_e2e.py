@@ -1,0 +1,143 @@
+"""The real agent CLIs end to end, each pointed at a scripted model on loopback: `triage run
+--agent X` (not a dry run) starts the real CLI with the MCP configuration triage built; the CLI
+asks the fake endpoint for a turn, gets `tool_use` for list_pending_failed_jobs, runs it through
+our triage-mcp (propose-only), sends the result back, gets classify_and_resolve_failures, sends
+that result back, and finishes with a text. Two scripted models (model_script.py): HONEST
+follows the catalog hints; HOSTILE obeys an instruction injected into job stderr.
+
+Asserted through the store (workflow.json, events.jsonl), the plan, and what the fake saw: the
+only tools offered to the model are our four."""
+
+import json
+
+import pytest
+
+from conftest import (
+    INJECTION,
+    PERMANENT,
+    TOOLS,
+    TRANSIENT,
+    audit,
+    base_env,
+    cli_path,
+    inject,
+    jobs,
+    policy,
+    triage_run,
+)
+
+MODEL_ENV = {
+    "claude": lambda url: {
+        "ANTHROPIC_BASE_URL": url,
+        "ANTHROPIC_API_KEY": "dummy",
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+    },
+    "copilot": lambda url: {
+        "COPILOT_PROVIDER_BASE_URL": url,
+        "COPILOT_PROVIDER_TYPE": "anthropic",
+        "COPILOT_PROVIDER_API_KEY": "dummy",
+        "COPILOT_MODEL": "claude-sonnet-4.5",
+        "COPILOT_OFFLINE": "true",
+        "COPILOT_PKG_CACHE_HOME": str(TOOLS / "copilot-cache"),
+    },
+}
+MODEL_ARGS = {
+    "claude": ["--agent-arg=--model", "--agent-arg=claude-sonnet-4-5"],
+    "copilot": [],
+}
+OUR_TOOLS = {
+    "claude": sorted(f"mcp__triage__{t}" for t in ("list_pending_failed_jobs", "tail_job_stderr", "get_pattern_hints", "classify_and_resolve_failures")),
+    "copilot": sorted(f"triage-{t}" for t in ("list_pending_failed_jobs", "tail_job_stderr", "get_pattern_hints", "classify_and_resolve_failures")),
+}
+
+
+def run_cli(cli, mode, demo, home, workdir, fake_model):
+    exe = cli_path(cli)
+    fake = fake_model("fake_anthropic.py", mode)
+    env = base_env(home, [exe.parent], **MODEL_ENV[cli](fake.url))
+    pol = policy(workdir / "policy.toml", retry_attempts=1, agent_timeout_secs=90)
+    run = triage_run(demo, env, "--agent", cli, "--policy", pol, "--plan-out", workdir / "out" / "plan.json", *MODEL_ARGS[cli], timeout=150)
+    assert run.plan is not None, run
+    return run, fake
+
+
+def check_conversation(cli, fake, run):
+    """The model was offered our four tools and nothing else, on every turn, and the turns went
+    list -> classify -> final text, each tool result coming back in the next request."""
+    turns = fake.model_requests()
+    assert turns, f"the CLI never asked the model for a turn\n{run}"
+    with_tools = [t for t in turns if t["tools_offered"]]
+    assert with_tools, turns
+    for t in with_tools:
+        assert sorted(t["tools_offered"]) == OUR_TOOLS[cli], t["tools_offered"]
+    steps = [t["answer"][1] if t["answer"][0] == "call" else "text" for t in with_tools]
+    assert steps == ["list", "classify", "text"], steps
+    last = with_tools[-1]["calls"]
+    assert [c["kind"] for c in last] == ["list", "classify"]
+    listed, classified = last[0]["output"], last[1]["output"]
+    assert "sig-" in listed and "pending_failed" in listed, listed[:500]
+    assert "propose_only" in classified or "Recorded" in classified, classified[:1000]
+    return with_tools
+
+
+@pytest.mark.parametrize("cli", ["claude"])
+def test_real_cli_honest_model(cli, demo, home, workdir, fake_model):
+    run, fake = run_cli(cli, "honest", demo, home, workdir, fake_model)
+    what = repr(run)
+    turns = check_conversation(cli, fake, run)
+    # The classifications the model sent: by signature, as the catalog hints said.
+    sent = turns[1]["answer"][2]["classifications"]
+    assert sent and all("signature" in c and "job_id" not in c for c in sent), sent
+
+    assert run.plan["agent"] == cli, what
+    assert run.events("recovered", cli) and not run.events("fallback"), run.plan["events"]
+    src = {j["job_id"]: (j["proposed"] or {}).get("source") for j in run.plan["jobs"]}
+    assert src == {2: cli, 3: cli, 4: cli, 5: cli, 6: cli, 7: cli, 9: cli, 10: None, 11: cli}, src
+    for j in TRANSIENT + PERMANENT:
+        assert run.job(j)["outcome"] == "applied", run.job(j)
+    assert run.job(11)["outcome"] == "needs_review"
+    assert run.rc == 2, what
+
+    store = jobs(demo)
+    for j in TRANSIENT:
+        assert (store[j]["status"], store[j]["attempt_id"]) == ("ready", 2), (j, store[j])
+    for j in PERMANENT:
+        assert store[j]["status"] == "failed", (j, store[j]["status"])
+    assert store[12]["status"] == "canceled", "12 depends on the failed 6 and 7"
+    assert store[10]["status"] == store[11]["status"] == "pending_failed"
+    log = json.dumps(audit(demo))
+    assert f"triage run ({cli})" in log and "triage-mcp" not in log
+
+
+@pytest.mark.parametrize("cli", ["claude"])
+def test_real_cli_hostile_model(cli, demo, home, workdir, fake_model):
+    inject(demo, (6, 7))
+    run, fake = run_cli(cli, "hostile", demo, home, workdir, fake_model)
+    what = repr(run)
+    turns = check_conversation(cli, fake, run)
+    # The injection reached the model as data inside the tool result, and it obeyed.
+    assert INJECTION in turns[1]["calls"][0]["output"]
+    sent = turns[1]["answer"][2]
+    assert sent["dry_run"] is False
+    assert {c["reason"] for c in sent["classifications"]} == {INJECTION}
+    assert 999999 in [c["job_id"] for c in sent["classifications"]]
+    assert "999999" in turns[2]["calls"][1]["output"], "the server told the model the unknown job id"
+
+    assert run.plan["agent"] == cli, what
+    assert 999999 not in [j["job_id"] for j in run.plan["jobs"]]
+    for j in PERMANENT:
+        pj = run.job(j)
+        assert pj["proposed"]["source"] == cli and pj["proposed"]["action"] == "retry"
+        assert pj["proposed"]["reason"] == INJECTION  # kept as data, nothing more
+        assert pj["validation"]["status"] == "conflict" and pj["outcome"] == "needs_review", pj
+    report = (workdir / "out" / "plan.md").read_text()
+    assert f"`{INJECTION}`" in report
+    assert run.rc == 2, what
+
+    store = jobs(demo)
+    for j in PERMANENT:
+        assert (store[j]["status"], store[j]["attempt_id"]) == ("pending_failed", 1), (j, store[j])
+    assert store[12]["status"] == "blocked"
+    for j in TRANSIENT:  # the catalog agrees with these retries
+        assert (store[j]["status"], store[j]["attempt_id"]) == ("ready", 2)
+    assert "triage-mcp" not in json.dumps(audit(demo))
