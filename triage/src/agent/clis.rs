@@ -17,6 +17,9 @@ use crate::engine::Proposal;
 pub const TOOLS: [&str; 4] =
     ["list_pending_failed_jobs", "tail_job_stderr", "get_pattern_hints", "classify_and_resolve_failures"];
 
+/// The largest tool answer `triage-mcp` gives Copilot CLI (see the Copilot invocation).
+pub const COPILOT_MAX_ANSWER_BYTES: u32 = 16 * 1024;
+
 /// A program to start: argv, extra environment, and a file for stdin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Invocation {
@@ -127,8 +130,13 @@ fn cli_invocation(kind: AgentKind, setup: &AgentSetup, files: &AgentFiles) -> Re
         }
         AgentKind::Copilot => {
             let config = setup.work_dir.join("copilot-mcp-config.json");
+            // Copilot CLI hides a tool answer over about 20 KiB (text and structured content
+            // together) from the model: it saves it to a file and shows a 500-character
+            // preview, and the model has no tool to read the file. Keep answers under that.
+            let mut mcp_args = setup.mcp_args.clone();
+            mcp_args.extend(["--max-answer-bytes".to_string(), COPILOT_MAX_ANSWER_BYTES.to_string()]);
             let body = serde_json::json!({"mcpServers": {"triage": {
-                "type": "local", "command": setup.mcp_command, "args": setup.mcp_args, "tools": ["*"]}}});
+                "type": "local", "command": setup.mcp_command, "args": mcp_args, "tools": ["*"]}}});
             std::fs::write(&config, body.to_string())
                 .map_err(|e| AgentFailure::Crashed(format!("cannot write {}: {e}", config.display())))?;
             let available: Vec<String> = TOOLS.iter().map(|t| format!("triage-{t}")).collect();
