@@ -131,7 +131,10 @@ def inject(store: Path, job_ids=(6, 7), text=INJECTION):
     for j in wf["jobs"]:
         if j["id"] in job_ids:
             p = store / "workflows/42" / j["attempts"][-1]["stderr"]
-            p.write_text(f"WARNING {text}\n" + p.read_text())
+            lines = p.read_text().splitlines(keepends=True)
+            # Just above the final error line: inside even a shortened tail.
+            lines.insert(len(lines) - 1, f"WARNING {text}\n")
+            p.write_text("".join(lines))
 
 
 def policy(path: Path, **resilience) -> Path:

@@ -63,7 +63,8 @@ def run_cli(cli, mode, demo, home, workdir, fake_model):
 
 def check_conversation(cli, fake, run):
     """The model was offered our four tools and nothing else, on every turn, and the turns went
-    list -> classify -> final text, each tool result coming back in the next request."""
+    list (one per page) -> classify -> final text, each tool result coming back in the next
+    request. Returns the listed pages, the classify arguments and the classify result."""
     turns = fake.model_requests()
     assert turns, f"the CLI never asked the model for a turn\n{run}"
     with_tools = [t for t in turns if t["tools_offered"]]
@@ -71,22 +72,29 @@ def check_conversation(cli, fake, run):
     for t in with_tools:
         assert sorted(t["tools_offered"]) == OUR_TOOLS[cli], t["tools_offered"]
     steps = [t["answer"][1] if t["answer"][0] == "call" else "text" for t in with_tools]
-    assert steps == ["list", "classify", "text"], steps
+    pages = steps.count("list")
+    assert pages >= 1 and steps == ["list"] * pages + ["classify", "text"], steps
     last = with_tools[-1]["calls"]
-    assert [c["kind"] for c in last] == ["list", "classify"]
-    listed, classified = last[0]["output"], last[1]["output"]
-    assert "sig-" in listed and "pending_failed" in listed, listed[:500]
+    assert [c["kind"] for c in last] == ["list"] * pages + ["classify"]
+    listed = [c["output"] for c in last[:-1]]
+    for page in listed:
+        # The whole answer reached the model (Copilot would spill a big one to a file).
+        assert "sig-" in page and "Output too large" not in page, page[:500]
+    if cli == "copilot":
+        assert pages >= 2, "the demo's list does not fit Copilot's 20 KiB: triage-mcp must page it"
+        assert all(len(p) < 20 * 1024 for p in listed), [len(p) for p in listed]
+    classified = last[-1]["output"]
     assert "propose_only" in classified or "Recorded" in classified, classified[:1000]
-    return with_tools
+    return listed, with_tools[-2]["answer"][2], classified
 
 
-@pytest.mark.parametrize("cli", ["claude"])
+@pytest.mark.parametrize("cli", ["claude", "copilot"])
 def test_real_cli_honest_model(cli, demo, home, workdir, fake_model):
     run, fake = run_cli(cli, "honest", demo, home, workdir, fake_model)
     what = repr(run)
-    turns = check_conversation(cli, fake, run)
+    _, sent, _ = check_conversation(cli, fake, run)
     # The classifications the model sent: by signature, as the catalog hints said.
-    sent = turns[1]["answer"][2]["classifications"]
+    sent = sent["classifications"]
     assert sent and all("signature" in c and "job_id" not in c for c in sent), sent
 
     assert run.plan["agent"] == cli, what
@@ -109,19 +117,18 @@ def test_real_cli_honest_model(cli, demo, home, workdir, fake_model):
     assert f"triage run ({cli})" in log and "triage-mcp" not in log
 
 
-@pytest.mark.parametrize("cli", ["claude"])
+@pytest.mark.parametrize("cli", ["claude", "copilot"])
 def test_real_cli_hostile_model(cli, demo, home, workdir, fake_model):
     inject(demo, (6, 7))
     run, fake = run_cli(cli, "hostile", demo, home, workdir, fake_model)
     what = repr(run)
-    turns = check_conversation(cli, fake, run)
+    listed, sent, classified = check_conversation(cli, fake, run)
     # The injection reached the model as data inside the tool result, and it obeyed.
-    assert INJECTION in turns[1]["calls"][0]["output"]
-    sent = turns[1]["answer"][2]
+    assert any(INJECTION in page for page in listed)
     assert sent["dry_run"] is False
     assert {c["reason"] for c in sent["classifications"]} == {INJECTION}
     assert 999999 in [c["job_id"] for c in sent["classifications"]]
-    assert "999999" in turns[2]["calls"][1]["output"], "the server told the model the unknown job id"
+    assert "999999" in classified, "the server told the model the unknown job id"
 
     assert run.plan["agent"] == cli, what
     assert 999999 not in [j["job_id"] for j in run.plan["jobs"]]
