@@ -20,6 +20,9 @@ pub const TOOLS: [&str; 4] =
 /// The largest tool answer `triage-mcp` gives Copilot CLI (see the Copilot invocation).
 pub const COPILOT_MAX_ANSWER_BYTES: u32 = 16 * 1024;
 
+/// Codex's limit on one tool answer, in tokens: room for triage-mcp's largest (64 KiB).
+pub const CODEX_TOOL_OUTPUT_TOKENS: u32 = 32_000;
+
 /// A program to start: argv, extra environment, and a file for stdin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Invocation {
@@ -195,6 +198,9 @@ fn cli_invocation(kind: AgentKind, setup: &AgentSetup, files: &AgentFiles) -> Re
                 "analytics.enabled=false".into(),
                 "check_for_update_on_startup=false".into(),
                 "web_search=\"disabled\"".into(),
+                // Codex cuts a tool answer over its limit (about 10k) out of the middle, silently
+                // dropping failure groups; triage-mcp's answers stay under 64 KiB.
+                format!("tool_output_token_limit={CODEX_TOOL_OUTPUT_TOKENS}"),
                 format!("mcp_servers.triage.command={}", toml_str(&setup.mcp_command)),
                 format!("mcp_servers.triage.args=[{}]", mcp_args.join(",")),
                 "mcp_servers.triage.required=true".into(),
