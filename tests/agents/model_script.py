@@ -38,11 +38,15 @@ def unwrap(text: str) -> str:
 def structured(text: str):
     """The tool's structured content, when the CLI handed that to the model instead of the
     text rendering (Claude Code does), else None."""
-    try:
-        v = json.loads(text)
-    except (TypeError, ValueError):
+    if not isinstance(text, str) or "{" not in text:
         return None
-    return v if isinstance(v, dict) else None
+    # Some CLIs put a header before it (Codex: "Wall time: ...\nOutput:\n{...}").
+    start = text.index("{")
+    try:
+        v, _ = json.JSONDecoder().raw_decode(text[start:])
+    except ValueError:
+        return None
+    return v if isinstance(v, dict) and ("groups" in v or "page" in v) else None
 
 
 def groups(list_text: str):

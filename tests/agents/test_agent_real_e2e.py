@@ -26,37 +26,71 @@ from conftest import (
     triage_run,
 )
 
-MODEL_ENV = {
-    "claude": lambda url: {
-        "ANTHROPIC_BASE_URL": url,
-        "ANTHROPIC_API_KEY": "dummy",
-        "CLAUDE_CODE_MAX_RETRIES": "0",
+FOUR = ("list_pending_failed_jobs", "tail_job_stderr", "get_pattern_hints", "classify_and_resolve_failures")
+
+CLIS = {
+    # Claude Code: ANTHROPIC_BASE_URL; the model is offered mcp__triage__* only.
+    "claude": {
+        "fake": "fake_anthropic.py",
+        "env": lambda url: {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "dummy", "CLAUDE_CODE_MAX_RETRIES": "0"},
+        "args": ["--agent-arg=--model", "--agent-arg=claude-sonnet-4-5"],
+        "tools": sorted(f"mcp__triage__{t}" for t in FOUR),
     },
-    "copilot": lambda url: {
-        "COPILOT_PROVIDER_BASE_URL": url,
-        "COPILOT_PROVIDER_TYPE": "anthropic",
-        "COPILOT_PROVIDER_API_KEY": "dummy",
-        "COPILOT_MODEL": "claude-sonnet-4.5",
-        "COPILOT_OFFLINE": "true",
-        "COPILOT_PKG_CACHE_HOME": str(TOOLS / "copilot-cache"),
+    # Copilot CLI in BYOK mode against the same Messages API; tools are triage-*.
+    "copilot": {
+        "fake": "fake_anthropic.py",
+        "env": lambda url: {
+            "COPILOT_PROVIDER_BASE_URL": url,
+            "COPILOT_PROVIDER_TYPE": "anthropic",
+            "COPILOT_PROVIDER_API_KEY": "dummy",
+            "COPILOT_MODEL": "claude-sonnet-4.5",
+            "COPILOT_OFFLINE": "true",
+            "COPILOT_PKG_CACHE_HOME": str(TOOLS / "copilot-cache"),
+        },
+        "args": [],
+        "tools": sorted(f"triage-{t}" for t in FOUR),
+    },
+    # Codex through a custom Responses API provider; our tools come in the `mcp__triage`
+    # namespace, beside Codex's own MCP-resource readers and request_user_input (no shell,
+    # no file edits, no web: the --disable list).
+    "codex": {
+        "fake": "fake_openai.py",
+        "env": lambda url: {"TRIAGE_LLM_KEY": "dummy"},
+        "args": lambda url: [
+            "--agent-arg=-m",
+            "--agent-arg=gpt-5.4",
+            "--agent-arg=-c",
+            "--agent-arg=model_provider=triage_llm",
+            "--agent-arg=-c",
+            f'--agent-arg=model_providers.triage_llm={{name="triage-llm",base_url="{url}/v1",env_key="TRIAGE_LLM_KEY",'
+            'wire_api="responses",request_max_retries=0,stream_max_retries=0,supports_websockets=false}',
+        ],
+        "tools": sorted([f"mcp__triage::{t}" for t in FOUR] + ["list_mcp_resource_templates", "list_mcp_resources", "read_mcp_resource", "request_user_input"]),
+    },
+    # Gemini CLI: GOOGLE_GEMINI_BASE_URL; tools mcp_triage_*; retries off in the user settings.
+    "gemini": {
+        "fake": "fake_gemini.py",
+        "env": lambda url: {"GEMINI_API_KEY": "dummy", "GOOGLE_GEMINI_BASE_URL": url},
+        "args": ["--agent-arg=-m", "--agent-arg=gemini-2.5-flash"],
+        "tools": sorted(f"mcp_triage_{t}" for t in FOUR),
+        "home_files": {".gemini/settings.json": {"general": {"maxAttempts": 1, "retryFetchErrors": False}}},
     },
 }
-MODEL_ARGS = {
-    "claude": ["--agent-arg=--model", "--agent-arg=claude-sonnet-4-5"],
-    "copilot": [],
-}
-OUR_TOOLS = {
-    "claude": sorted(f"mcp__triage__{t}" for t in ("list_pending_failed_jobs", "tail_job_stderr", "get_pattern_hints", "classify_and_resolve_failures")),
-    "copilot": sorted(f"triage-{t}" for t in ("list_pending_failed_jobs", "tail_job_stderr", "get_pattern_hints", "classify_and_resolve_failures")),
-}
+# What each CLI does to a tool answer it finds too big (the answer must arrive whole).
+CUT_MARKS = ("Output too large", "tokens truncated")
 
 
 def run_cli(cli, mode, demo, home, workdir, fake_model):
+    c = CLIS[cli]
     exe = cli_path(cli)
-    fake = fake_model("fake_anthropic.py", mode)
-    env = base_env(home, [exe.parent], **MODEL_ENV[cli](fake.url))
+    fake = fake_model(c["fake"], mode)
+    for rel, body in c.get("home_files", {}).items():
+        (home / rel).parent.mkdir(parents=True, exist_ok=True)
+        (home / rel).write_text(json.dumps(body))
+    env = base_env(home, [exe.parent], **c["env"](fake.url))
+    args = c["args"](fake.url) if callable(c["args"]) else c["args"]
     pol = policy(workdir / "policy.toml", retry_attempts=1, agent_timeout_secs=90)
-    run = triage_run(demo, env, "--agent", cli, "--policy", pol, "--plan-out", workdir / "out" / "plan.json", *MODEL_ARGS[cli], timeout=150)
+    run = triage_run(demo, env, "--agent", cli, "--policy", pol, "--plan-out", workdir / "out" / "plan.json", *args, timeout=150)
     assert run.plan is not None, run
     return run, fake
 
@@ -70,7 +104,7 @@ def check_conversation(cli, fake, run):
     with_tools = [t for t in turns if t["tools_offered"]]
     assert with_tools, turns
     for t in with_tools:
-        assert sorted(t["tools_offered"]) == OUR_TOOLS[cli], t["tools_offered"]
+        assert sorted(t["tools_offered"]) == CLIS[cli]["tools"], t["tools_offered"]
     steps = [t["answer"][1] if t["answer"][0] == "call" else "text" for t in with_tools]
     pages = steps.count("list")
     assert pages >= 1 and steps == ["list"] * pages + ["classify", "text"], steps
@@ -78,8 +112,9 @@ def check_conversation(cli, fake, run):
     assert [c["kind"] for c in last] == ["list"] * pages + ["classify"]
     listed = [c["output"] for c in last[:-1]]
     for page in listed:
-        # The whole answer reached the model (Copilot would spill a big one to a file).
-        assert "sig-" in page and "Output too large" not in page, page[:500]
+        # The whole answer reached the model (Copilot would spill a big one to a file, Codex
+        # cut the middle out).
+        assert "sig-" in page and not any(m in page for m in CUT_MARKS), page[:500]
     if cli == "copilot":
         assert pages >= 2, "the demo's list does not fit Copilot's 20 KiB: triage-mcp must page it"
         assert all(len(p) < 20 * 1024 for p in listed), [len(p) for p in listed]
@@ -88,7 +123,7 @@ def check_conversation(cli, fake, run):
     return listed, with_tools[-2]["answer"][2], classified
 
 
-@pytest.mark.parametrize("cli", ["claude", "copilot"])
+@pytest.mark.parametrize("cli", list(CLIS))
 def test_real_cli_honest_model(cli, demo, home, workdir, fake_model):
     run, fake = run_cli(cli, "honest", demo, home, workdir, fake_model)
     what = repr(run)
@@ -117,7 +152,7 @@ def test_real_cli_honest_model(cli, demo, home, workdir, fake_model):
     assert f"triage run ({cli})" in log and "triage-mcp" not in log
 
 
-@pytest.mark.parametrize("cli", ["claude", "copilot"])
+@pytest.mark.parametrize("cli", list(CLIS))
 def test_real_cli_hostile_model(cli, demo, home, workdir, fake_model):
     inject(demo, (6, 7))
     run, fake = run_cli(cli, "hostile", demo, home, workdir, fake_model)
