@@ -148,8 +148,14 @@ def test_real_cli_honest_model(cli, demo, home, workdir, fake_model):
         assert store[j]["status"] == "failed", (j, store[j]["status"])
     assert store[12]["status"] == "canceled", "12 depends on the failed 6 and 7"
     assert store[10]["status"] == store[11]["status"] == "pending_failed"
-    log = json.dumps(audit(demo))
-    assert f"triage run ({cli})" in log and "triage-mcp" not in log
+    # events.jsonl: one entry per applied move, all by triage itself (none by the agent's
+    # propose-only server), the proposal's reason as `why`.
+    moves = sorted((e["job_id"], e["what"], e["who"]) for e in audit(demo))
+    who = f"triage run ({cli})"
+    expected = [(j, "retry", who) for j in TRANSIENT] + [(j, "fail", who) for j in PERMANENT] + [(12, "cancel", who)]
+    assert moves == sorted(expected), moves
+    fail6 = next(e for e in audit(demo) if e["job_id"] == 6)
+    assert fail6["details"]["canceled"] == [12] and fail6["why"].startswith("catalog: permanent")
 
 
 @pytest.mark.parametrize("cli", list(CLIS))
@@ -182,4 +188,7 @@ def test_real_cli_hostile_model(cli, demo, home, workdir, fake_model):
     assert store[12]["status"] == "blocked"
     for j in TRANSIENT:  # the catalog agrees with these retries
         assert (store[j]["status"], store[j]["attempt_id"]) == ("ready", 2)
-    assert "triage-mcp" not in json.dumps(audit(demo))
+    moves = sorted((e["job_id"], e["what"], e["who"], e["why"]) for e in audit(demo))
+    applied = sorted(j["job_id"] for j in run.plan["jobs"] if j["outcome"] == "applied")
+    assert [m[0] for m in moves] == applied and not set(applied) & set(PERMANENT + [11]), (moves, applied)
+    assert {m[1:] for m in moves} == {("retry", f"triage run ({cli})", INJECTION)}, moves
