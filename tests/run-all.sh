@@ -40,6 +40,20 @@ if [ ! -x "$CONF/node_modules/.bin/node" ] || [ ! -f "$CONF/node_modules/@modelc
 fi
 "$CONF/node_modules/.bin/node" --version
 
+step "agent CLIs: Claude Code, Copilot, Codex, Gemini (npm, in $TRIAGE_TOOLS/npm-agents)"
+AGENT_PKGS=(@anthropic-ai/claude-code@2.1.197 @github/copilot@1.0.102 @openai/codex@0.169.0 @google/gemini-cli@0.61.0)
+AGENTS_BIN="$TRIAGE_TOOLS/npm-agents/node_modules/.bin"
+agents_installed() {
+  local p name
+  for p in "${AGENT_PKGS[@]}"; do
+    name=${p%@*}
+    [ "$(node -p "require('$TRIAGE_TOOLS/npm-agents/node_modules/$name/package.json').version" 2>/dev/null)" = "${p##*@}" ] || return 1
+  done
+}
+agents_installed || npm install --prefix "$TRIAGE_TOOLS/npm-agents" --no-audit --no-fund --loglevel=error "${AGENT_PKGS[@]}"
+for c in claude copilot codex gemini; do [ -x "$AGENTS_BIN/$c" ] || { echo "error: $AGENTS_BIN/$c missing after npm install" >&2; exit 1; }; done
+echo "agents: $AGENTS_BIN"
+
 step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -65,5 +79,8 @@ cargo test -p triage --locked --test catalog_corpus -- --nocapture 2>&1 | grep -
 
 step "MCP tests (official Python SDK, MCP Inspector)"
 (cd tests/mcp && "$VENV/bin/python" -m pytest -q)
+
+step "agent tests (real agent CLIs against scripted models on loopback, scripted MCP agents)"
+(cd tests/agents && PATH="$AGENTS_BIN:$PATH" "$VENV/bin/python" -m pytest -q)
 
 step "all green"

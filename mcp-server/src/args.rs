@@ -48,6 +48,13 @@ pub struct Args {
     #[arg(long)]
     pub allow_overrides: bool,
 
+    /// Largest tool answer in bytes, text and structured content together, for clients that
+    /// hide longer answers from the model (Copilot CLI spills answers over about 20 KiB to a
+    /// file the model cannot read without shell tools): `list_pending_failed_jobs` puts fewer
+    /// groups on a page, `tail_job_stderr` keeps the end of the text. Default: no cap.
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(8192..))]
+    pub max_answer_bytes: Option<u32>,
+
     /// Name recorded as the proposer in audit events (default: the client's name).
     #[arg(long, value_name = "NAME")]
     pub agent_name: Option<String>,

@@ -38,6 +38,8 @@ pub struct State {
     pub workflow: Option<i64>,
     pub mode: ServerMode,
     pub agent_name: Option<String>,
+    /// `--max-answer-bytes`: the largest answer a tool may give.
+    pub max_answer_bytes: Option<u32>,
     proposals: Option<(PathBuf, Mutex<File>)>,
 }
 
@@ -84,6 +86,7 @@ impl State {
             workflow: args.workflow,
             mode,
             agent_name: args.agent_name.clone(),
+            max_answer_bytes: args.max_answer_bytes,
             proposals,
         }))
     }

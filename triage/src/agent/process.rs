@@ -66,11 +66,18 @@ pub async fn run(inv: &Invocation, out_dir: &Path, name: &str, timeout: Duration
         .stderr(Stdio::from(std::fs::File::create(&stderr)?))
         .process_group(0)
         .kill_on_drop(true);
+    // The agent has its own process group, so a Ctrl-C in the terminal (or a CI runner's
+    // SIGTERM to triage) does not reach it: triage catches those while the agent runs, kills
+    // the agent's whole group, and exits, rather than leave the agent and its MCP server behind.
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut hangup = signal(SignalKind::hangup())?;
     let started = Instant::now();
     let mut child = cmd.spawn()?;
     let pgid = child.id().map(|id| Pid::from_raw(id as i32));
-    let exit = match tokio::time::timeout(timeout, child.wait()).await {
-        Ok(status) => {
+    let exit = tokio::select! {
+        status = child.wait() => {
             let status = status?;
             // The agent is done; anything it left running in its group goes too.
             if let Some(pg) = pgid {
@@ -78,17 +85,34 @@ pub async fn run(inv: &Invocation, out_dir: &Path, name: &str, timeout: Duration
             }
             Exit::Exited(status.code())
         }
-        Err(_) => {
-            if let Some(pg) = pgid {
-                let _ = killpg(pg, Signal::SIGTERM);
-                tokio::time::sleep(Duration::from_millis(500)).await;
-                let _ = killpg(pg, Signal::SIGKILL);
-            }
+        _ = tokio::time::sleep(timeout) => {
+            kill_group(pgid).await;
             let _ = child.wait().await;
             Exit::TimedOut
         }
+        signo = async {
+            tokio::select! {
+                _ = interrupt.recv() => Signal::SIGINT,
+                _ = terminate.recv() => Signal::SIGTERM,
+                _ = hangup.recv() => Signal::SIGHUP,
+            }
+        } => {
+            kill_group(pgid).await;
+            let _ = child.wait().await;
+            eprintln!("triage: {signo} received: stopped the agent `{}` (its whole process group) and exiting", inv.program);
+            std::process::exit(128 + signo as i32);
+        }
     };
     Ok(Finished { exit, elapsed: started.elapsed(), stdout, stderr })
+}
+
+/// SIGTERM to the agent's process group, then SIGKILL half a second later.
+async fn kill_group(pgid: Option<Pid>) {
+    if let Some(pg) = pgid {
+        let _ = killpg(pg, Signal::SIGTERM);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let _ = killpg(pg, Signal::SIGKILL);
+    }
 }
 
 #[cfg(test)]

@@ -27,9 +27,10 @@ pub struct RunArgs {
     /// gemini, command (with --agent-cmd), rules (the catalog alone).
     #[arg(long, value_enum, default_value = "auto")]
     pub agent: AgentKind,
-    /// Agents to try, in order, when the agent fails (comma-separated; `rules` is the catalog).
+    /// Agents to try, in order, when the agent fails (comma-separated; `rules` is the catalog;
+    /// `none`: no fallback, every job the agent could not handle needs a person).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "rules")]
-    pub fallback: Vec<AgentKind>,
+    pub fallback: Vec<Fallback>,
     /// The command for `--agent command`, run through the shell with TRIAGE_MCP_CONFIG,
     /// TRIAGE_PROMPT_FILE and TRIAGE_WORKFLOW_ID set.
     #[arg(long, value_name = "CMD")]
@@ -61,6 +62,35 @@ pub struct RunArgs {
     pub plan_out: Option<PathBuf>,
 }
 
+/// One entry of `--fallback`: an agent, or `none`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Fallback {
+    Auto,
+    Claude,
+    Copilot,
+    Codex,
+    Gemini,
+    Command,
+    Rules,
+    /// No fallback: when the agent fails, the jobs need a person.
+    None,
+}
+
+impl Fallback {
+    fn agent(self) -> Option<AgentKind> {
+        Some(match self {
+            Fallback::Auto => AgentKind::Auto,
+            Fallback::Claude => AgentKind::Claude,
+            Fallback::Copilot => AgentKind::Copilot,
+            Fallback::Codex => AgentKind::Codex,
+            Fallback::Gemini => AgentKind::Gemini,
+            Fallback::Command => AgentKind::Command,
+            Fallback::Rules => AgentKind::Rules,
+            Fallback::None => return None,
+        })
+    }
+}
+
 pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut engine = global.engine(args.policy.as_deref())?;
     if let Some(t) = args.agent_timeout {
@@ -83,8 +113,11 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         Some(p) => p.with_extension("agent"),
         None => state_dir.join("runs").join(format!("wf{}-{stamp}", args.workflow)),
     };
+    if args.fallback.contains(&Fallback::None) && args.fallback.len() > 1 {
+        anyhow::bail!("--fallback none means no fallback at all; give it alone, or list the agents to fall back to");
+    }
     let mut chain = vec![args.agent];
-    chain.extend(args.fallback.iter().copied().filter(|k| *k != args.agent));
+    chain.extend(args.fallback.iter().filter_map(|f| f.agent()).filter(|k| *k != args.agent));
     let opts = RunOptions {
         workflow_id: args.workflow,
         dry_run: args.dry_run,
