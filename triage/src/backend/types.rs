@@ -114,6 +114,35 @@ pub struct LogTail {
     pub truncated: bool,
 }
 
+impl LogTail {
+    /// Read the end of `file` (shown as `shown`), from the end of the file (see
+    /// [`crate::logs::tail_lines`]). Backends map the error to their own.
+    pub fn read(
+        file: &std::path::Path,
+        shown: String,
+        job_id: i64,
+        attempt_id: u32,
+        stream: LogStream,
+        size: TailSize,
+    ) -> Result<LogTail, crate::logs::TailError> {
+        let opts = crate::logs::TailOptions::default();
+        let tail = match size {
+            TailSize::Lines(n) => crate::logs::tail_lines(file, n, &opts),
+            TailSize::Bytes(n) => crate::logs::tail_bytes(file, n, &opts),
+        }?;
+        Ok(LogTail {
+            job_id,
+            attempt_id,
+            stream,
+            path: shown,
+            text: tail.text().into_owned(),
+            lines: tail.lines,
+            file_len: tail.file_len,
+            truncated: tail.truncated,
+        })
+    }
+}
+
 /// One entry of a workflow's audit trail.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AuditEvent {

@@ -19,7 +19,6 @@ use super::{
     AuditEvent, BackendError, Guard, JobBackend, JobPage, LogStream, LogTail, MoveOutcome, PageRequest, ResourceChange,
     TailSize, WorkflowInfo,
 };
-use crate::logs::{TailOptions, tail_bytes, tail_lines};
 use crate::model::{Job, JobStatus, Workflow};
 use store::Folder;
 
@@ -246,26 +245,8 @@ impl JobBackend for DirBackend {
             why: format!("the attempt record has no `{}` path", stream.as_str()),
         })?;
         let path = self.folder(workflow_id)?.resolve_log(job_id, rel)?;
-        let opts = TailOptions::default();
-        let tail = match size {
-            TailSize::Lines(n) => tail_lines(&path, n, &opts),
-            TailSize::Bytes(n) => tail_bytes(&path, n, &opts),
-        }
-        .map_err(|e| BackendError::LogMissing {
-            job_id,
-            attempt: record.attempt_id,
-            stream: stream.as_str(),
-            why: e.to_string(),
-        })?;
-        Ok(LogTail {
-            job_id,
-            attempt_id: record.attempt_id,
-            stream,
-            path: rel.to_string(),
-            text: tail.text().into_owned(),
-            lines: tail.lines,
-            file_len: tail.file_len,
-            truncated: tail.truncated,
+        LogTail::read(&path, rel.to_string(), job_id, record.attempt_id, stream, size).map_err(|e| {
+            BackendError::LogMissing { job_id, attempt: record.attempt_id, stream: stream.as_str(), why: e.to_string() }
         })
     }
 

@@ -17,7 +17,6 @@ use super::TorcBackend;
 use super::convert::{Tables, small, stdio_path};
 use super::wire::{Page, TORC_MAX_PAGE, TorcEdge, TorcJob, TorcResources, TorcResult, TorcWorkflow};
 use crate::backend::{BackendError, JobPage, LogStream, LogTail, PageRequest, TailSize};
-use crate::logs::{TailOptions, tail_bytes, tail_lines};
 use crate::model::{Job, JobStatus};
 
 /// Remembered attempts beyond this many jobs are forgotten (memory stays bounded).
@@ -232,32 +231,17 @@ impl TorcBackend {
         let path = stdio_path(&self.output_dir, workflow_id, job_id, i64::from(run_id), i64::from(attempt_id), stream);
         let shown = path.display().to_string();
         let out_dir = self.output_dir.display().to_string();
-        let tail = tokio::task::spawn_blocking(move || {
-            let opts = TailOptions::default();
-            match size {
-                TailSize::Lines(n) => tail_lines(&path, n, &opts),
-                TailSize::Bytes(n) => tail_bytes(&path, n, &opts),
-            }
-        })
-        .await
-        .map_err(|e| BackendError::Unsupported(format!("log reader task failed: {e}")))?
-        .map_err(|e| BackendError::LogMissing {
-            job_id,
-            attempt: attempt_id,
-            stream: stream.as_str(),
-            why: format!(
-                "{e}; Torc's runner writes it under its output directory (`torc run -o DIR`): pass the same DIR as --torc-output-dir or TORC_OUTPUT_DIR (now {out_dir})"
-            ),
-        })?;
-        Ok(LogTail {
-            job_id,
-            attempt_id,
-            stream,
-            path: shown,
-            text: tail.text().into_owned(),
-            lines: tail.lines,
-            file_len: tail.file_len,
-            truncated: tail.truncated,
-        })
+        let tail = tokio::task::spawn_blocking(move || LogTail::read(&path, shown, job_id, attempt_id, stream, size))
+            .await
+            .map_err(|e| BackendError::Internal(format!("log reader task failed: {e}")))?
+            .map_err(|e| BackendError::LogMissing {
+                job_id,
+                attempt: attempt_id,
+                stream: stream.as_str(),
+                why: format!(
+                    "{e}; Torc's runner writes it under its output directory (`torc run -o DIR`): pass the same DIR as --torc-output-dir or TORC_OUTPUT_DIR (now {out_dir})"
+                ),
+            })?;
+        Ok(tail)
     }
 }
