@@ -45,50 +45,64 @@ impl ServerCommand {
         json!({"mcpServers": {self.name.clone(): {"command": self.command, "args": self.args}}})
     }
 
-    /// The configuration text for `client`, with a comment line saying where it goes.
-    pub fn render(&self, client: Client) -> String {
-        let pretty = |v: serde_json::Value| serde_json::to_string_pretty(&v).unwrap_or_default();
-        match client {
+    /// The configuration for `client`: `body` is the file's content exactly (so
+    /// `triage mcp-config --client claude > .mcp.json` works), `note` says where it goes.
+    pub fn render(&self, client: Client) -> Rendered {
+        let pretty = |v: serde_json::Value| serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
+        let (note, body) = match client {
             Client::Claude => {
                 let mut add = format!("claude mcp add --scope project {} -- {}", self.name, shell_quote(&self.command));
                 for a in &self.args {
                     add.push(' ');
                     add.push_str(&shell_quote(a));
                 }
-                format!(
-                    "# Claude Code: save as .mcp.json in your project, or run:\n#   {add}\n{}\n",
-                    pretty(self.common_json())
+                (
+                    format!("Claude Code: save as .mcp.json in your project, or run:\n  {add}"),
+                    pretty(self.common_json()),
                 )
             }
-            Client::Vscode => format!(
-                "# VS Code (Copilot agent mode): save as .vscode/mcp.json\n{}\n",
+            Client::Vscode => (
+                "VS Code (Copilot agent mode): save as .vscode/mcp.json".to_string(),
                 pretty(
-                    json!({"servers": {self.name.clone(): {"type": "stdio", "command": self.command, "args": self.args}}})
-                )
+                    json!({"servers": {self.name.clone(): {"type": "stdio", "command": self.command, "args": self.args}}}),
+                ),
             ),
-            Client::CopilotCli => format!(
-                "# GitHub Copilot CLI: merge into ~/.copilot/mcp-config.json (or use /mcp add)\n{}\n",
+            Client::CopilotCli => (
+                "GitHub Copilot CLI: merge into ~/.copilot/mcp-config.json (or use /mcp add)".to_string(),
                 pretty(
-                    json!({"mcpServers": {self.name.clone(): {"type": "local", "command": self.command, "args": self.args, "tools": ["*"]}}})
-                )
+                    json!({"mcpServers": {self.name.clone(): {"type": "local", "command": self.command, "args": self.args, "tools": ["*"]}}}),
+                ),
             ),
             Client::Codex => {
                 let args: Vec<String> = self.args.iter().map(|a| toml_string(a)).collect();
-                format!(
-                    "# Codex CLI: add to ~/.codex/config.toml\n[mcp_servers.{}]\ncommand = {}\nargs = [{}]\n",
-                    self.name,
-                    toml_string(&self.command),
-                    args.join(", ")
+                (
+                    "Codex CLI: add to ~/.codex/config.toml".to_string(),
+                    format!(
+                        "[mcp_servers.{}]\ncommand = {}\nargs = [{}]\n",
+                        self.name,
+                        toml_string(&self.command),
+                        args.join(", ")
+                    ),
                 )
             }
-            Client::Gemini => format!(
-                "# Gemini CLI: merge into .gemini/settings.json (project) or ~/.gemini/settings.json\n{}\n",
+            Client::Gemini => (
+                "Gemini CLI: merge into .gemini/settings.json (project) or ~/.gemini/settings.json".to_string(),
                 pretty(
-                    json!({"mcpServers": {self.name.clone(): {"command": self.command, "args": self.args, "trust": false}}})
-                )
+                    json!({"mcpServers": {self.name.clone(): {"command": self.command, "args": self.args, "trust": false}}}),
+                ),
             ),
-        }
+        };
+        Rendered { note, body }
     }
+}
+
+/// A client configuration and where it goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    /// Where to put it (for a person; printed on stderr).
+    pub note: String,
+    /// The configuration itself (printed on stdout).
+    pub body: String,
 }
 
 fn shell_quote(s: &str) -> String {
@@ -117,7 +131,7 @@ mod tests {
 
     #[test]
     fn each_client_gets_its_own_shape() {
-        let strip = |t: String| t.lines().filter(|l| !l.starts_with('#')).collect::<Vec<_>>().join("\n");
+        let strip = |r: Rendered| r.body;
         let claude: serde_json::Value = serde_json::from_str(&strip(cmd().render(Client::Claude))).unwrap();
         assert_eq!(claude["mcpServers"]["triage"]["args"][1], "dir:/data/my store");
         assert!(
@@ -129,7 +143,7 @@ mod tests {
         assert_eq!(vscode["servers"]["triage"]["type"], "stdio");
         let copilot: serde_json::Value = serde_json::from_str(&strip(cmd().render(Client::CopilotCli))).unwrap();
         assert_eq!(copilot["mcpServers"]["triage"]["type"], "local");
-        let codex: toml::Table = toml::from_str(&cmd().render(Client::Codex)).unwrap();
+        let codex: toml::Table = toml::from_str(&cmd().render(Client::Codex).body).unwrap();
         assert_eq!(codex["mcp_servers"]["triage"]["command"].as_str(), Some("/opt/bin/triage-mcp"));
         let gemini: serde_json::Value = serde_json::from_str(&strip(cmd().render(Client::Gemini))).unwrap();
         assert_eq!(gemini["mcpServers"]["triage"]["command"], "/opt/bin/triage-mcp");

@@ -44,6 +44,10 @@ pub fn run(global: &GlobalArgs, args: McpConfigArgs) -> anyhow::Result<ExitCode>
     }
     let exe = std::env::current_exe().ok();
     let cmd = ServerCommand::triage_mcp(exe.as_deref(), server_args);
-    print!("{}", cmd.render(args.client));
+    let rendered = cmd.render(args.client);
+    for line in rendered.note.lines() {
+        eprintln!("# {line}");
+    }
+    print!("{}", rendered.body);
     Ok(ExitCode::SUCCESS)
 }
