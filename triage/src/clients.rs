@@ -135,7 +135,7 @@ mod tests {
         let claude: serde_json::Value = serde_json::from_str(&strip(cmd().render(Client::Claude))).unwrap();
         assert_eq!(claude["mcpServers"]["triage"]["args"][1], "dir:/data/my store");
         assert!(
-            cmd().render(Client::Claude).contains(
+            cmd().render(Client::Claude).note.contains(
                 "claude mcp add --scope project triage -- /opt/bin/triage-mcp --backend 'dir:/data/my store'"
             )
         );
