@@ -12,6 +12,7 @@
 //! runtime_growth = 1.5
 //! min_confidence = 0.5             # proposals below need a person
 //! allow_overrides = false          # may a proposal with `override: true` beat the catalog?
+//! agent_only_needs_review = false  # must a person confirm what the catalog has no verdict on?
 //!
 //! [resilience]
 //! agent_timeout_secs = 600
@@ -45,6 +46,9 @@ pub struct Policy {
     pub runtime_growth: f64,
     pub min_confidence: f64,
     pub allow_overrides: bool,
+    /// When the catalog has no verdict, an agent's proposal stands alone (`agent_only`); set
+    /// this to have a person confirm those too.
+    pub agent_only_needs_review: bool,
     pub resilience: Resilience,
 }
 
@@ -76,6 +80,7 @@ impl Default for Policy {
             runtime_growth: 1.5,
             min_confidence: 0.5,
             allow_overrides: false,
+            agent_only_needs_review: false,
             resilience: Resilience::default(),
         }
     }

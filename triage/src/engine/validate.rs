@@ -192,7 +192,15 @@ pub fn validate(ev: &Evidence, proposal: &Proposal, policy: &Policy) -> Validati
             }
         } else if verdict == Verdict::Unknown {
             v.status = ValidationStatus::AgentOnly;
-            v.messages.push("the catalog has no verdict for this failure; the proposal stands alone".into());
+            if policy.agent_only_needs_review && !reviewed {
+                v.needs_review = true;
+                v.messages.push(
+                    "the catalog has no verdict for this failure, and the policy (agent_only_needs_review) wants a person to confirm"
+                        .into(),
+                );
+            } else {
+                v.messages.push("the catalog has no verdict for this failure; the proposal stands alone".into());
+            }
         }
     }
 

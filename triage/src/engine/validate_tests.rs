@@ -98,6 +98,9 @@ fn no_catalog_verdict_is_agent_only() {
     let v = validate(&evidence(UNKNOWN, 3), &proposal(Action::Retry), &Policy::default());
     assert_eq!(v.status, ValidationStatus::AgentOnly);
     assert!(v.applicable());
+    let cautious = Policy { agent_only_needs_review: true, ..Policy::default() };
+    let v = validate(&evidence(UNKNOWN, 3), &proposal(Action::Retry), &cautious);
+    assert!(v.needs_review && v.messages[0].contains("agent_only_needs_review"), "{v:?}");
 }
 
 #[test]
