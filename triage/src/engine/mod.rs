@@ -8,6 +8,7 @@
 //! - [`plan`] is the document a run produces and `triage apply` consumes;
 //! - [`policy`] holds the budgets, lists, caps and resilience settings.
 
+mod cache;
 pub mod classify;
 pub mod evidence;
 pub mod group;
@@ -53,11 +54,12 @@ pub struct Engine {
     pub catalog: Arc<Catalog>,
     pub policy: Policy,
     pub tail_lines: usize,
+    cache: cache::EvidenceCache,
 }
 
 impl Engine {
     pub fn new(backend: Arc<dyn JobBackend>, catalog: Arc<Catalog>, policy: Policy) -> Engine {
-        Engine { backend, catalog, policy, tail_lines: DEFAULT_TAIL_LINES }
+        Engine { backend, catalog, policy, tail_lines: DEFAULT_TAIL_LINES, cache: Default::default() }
     }
 
     /// The workflow and the evidence for each of its pending_failed jobs, by job id.
@@ -91,11 +93,7 @@ impl Engine {
                         .iter()
                         .filter_map(|d| statuses.get(d).map(|&status| Upstream { job_id: *d, status }))
                         .collect();
-                    let b = engine.backend.as_ref();
-                    out.push(
-                        evidence::gather(b, &engine.catalog, info.id, info.run_id, job, upstream, engine.tail_lines)
-                            .await?,
-                    );
+                    out.push(engine.gather(&info, job, upstream).await?);
                 }
                 Ok::<_, BackendError>(out)
             }));
@@ -135,8 +133,26 @@ impl Engine {
             let dep = self.backend.job(info.id, *d).await?;
             upstream.push(Upstream { job_id: dep.id, status: dep.status });
         }
-        evidence::gather(self.backend.as_ref(), &self.catalog, info.id, info.run_id, job, upstream, self.tail_lines)
-            .await
+        self.gather(info, job, upstream).await
+    }
+
+    /// [`evidence::gather`] through the engine's cache.
+    async fn gather(&self, info: &WorkflowInfo, job: Job, upstream: Vec<Upstream>) -> Result<Evidence, BackendError> {
+        if let Some(ev) = self.cache.get(info.id, &job, info.run_id, self.tail_lines, &upstream) {
+            return Ok(ev);
+        }
+        let ev = evidence::gather(
+            self.backend.as_ref(),
+            &self.catalog,
+            info.id,
+            info.run_id,
+            job,
+            upstream,
+            self.tail_lines,
+        )
+        .await?;
+        self.cache.put(info.id, &ev, self.tail_lines);
+        Ok(ev)
     }
 
     /// Validate `proposal` (or, with none, fall back to the rules when `rules_fallback`) and
