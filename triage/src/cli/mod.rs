@@ -19,10 +19,13 @@ use clap::{Parser, Subcommand};
 
 pub use common::init_logging;
 
+/// What `run` and `apply` exit with, so a CI step can branch on it.
+const EXIT_STATUS: &str = "Exit status: 0 all handled, 2 some jobs need a person (see the plan), 1 an error (nothing was changed for the jobs it concerns).";
+
 /// Triage failed batch jobs safely: an agent proposes, the catalog and your policy check, you decide.
 #[derive(Debug, Parser)]
 #[command(name = "triage", version, about, long_about = None)]
-#[command(after_help = "Exit status: 0 all handled, 2 some jobs need a person, 1 an error.")]
+#[command(after_help = EXIT_STATUS)]
 pub struct Cli {
     #[command(flatten)]
     pub global: common::GlobalArgs,
@@ -34,8 +37,10 @@ pub struct Cli {
 pub enum Command {
     /// Triage a workflow's pending_failed jobs: an agent proposes, triage validates, then
     /// applies (or only reports with --dry-run).
+    #[command(after_help = EXIT_STATUS)]
     Run(run::RunArgs),
     /// Apply a plan (re-checking every job first).
+    #[command(after_help = EXIT_STATUS)]
     Apply(apply::ApplyArgs),
     /// Decide the jobs of a plan that need a person, then write the reviewed plan.
     Review(review::ReviewArgs),
