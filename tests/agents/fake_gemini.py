@@ -6,21 +6,15 @@ calls are matched to their responses by order and tool name.
 
 usage: fake_gemini.py MODE PORT_FILE LOG_FILE   (see fake_anthropic.py)"""
 
-import http.server
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fake_server  # noqa: E402
 import model_script  # noqa: E402
 
-MODE, PORT_FILE, LOG_FILE = sys.argv[1], sys.argv[2], sys.argv[3]
-LOG = open(LOG_FILE, "a")
-
-
-def log(rec):
-    LOG.write(json.dumps(rec) + "\n")
-    LOG.flush()
+MODE, log = fake_server.MODE, fake_server.log
 
 
 def kind(name):
@@ -53,11 +47,7 @@ def conversation(contents):
     return prompt, [c for c in calls if c["kind"]]
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *a):
-        pass
+class Handler(fake_server.Handler):
 
     def _send(self, obj, stream):
         if stream:
@@ -69,12 +59,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
         else:
-            b = json.dumps(obj).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(b)))
-            self.end_headers()
-            self.wfile.write(b)
+            self._json(obj)
 
     def do_GET(self):
         log({"method": "GET", "path": self.path})
@@ -101,8 +86,4 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     "modelVersion": "fake"}, stream)
 
 
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-with open(PORT_FILE + ".tmp", "w") as f:
-    f.write(str(server.server_address[1]))
-os.replace(PORT_FILE + ".tmp", PORT_FILE)
-server.serve_forever()
+fake_server.serve(Handler)

@@ -6,21 +6,15 @@ Codex offers MCP tools as a `namespace` tool (`mcp__triage`) holding the functio
 
 usage: fake_openai.py MODE PORT_FILE LOG_FILE   (see fake_anthropic.py)"""
 
-import http.server
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fake_server  # noqa: E402
 import model_script  # noqa: E402
 
-MODE, PORT_FILE, LOG_FILE = sys.argv[1], sys.argv[2], sys.argv[3]
-LOG = open(LOG_FILE, "a")
-
-
-def log(rec):
-    LOG.write(json.dumps(rec) + "\n")
-    LOG.flush()
+MODE, log = fake_server.MODE, fake_server.log
 
 
 def sse(d):
@@ -64,19 +58,7 @@ def conversation(items):
     return prompt, [c for c in calls if c["kind"]]
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *a):
-        pass
-
-    def _json(self, obj):
-        b = json.dumps(obj).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(b)))
-        self.end_headers()
-        self.wfile.write(b)
+class Handler(fake_server.Handler):
 
     def do_GET(self):
         log({"method": "GET", "path": self.path})
@@ -119,8 +101,4 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.close_connection = True
 
 
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-with open(PORT_FILE + ".tmp", "w") as f:
-    f.write(str(server.server_address[1]))
-os.replace(PORT_FILE + ".tmp", PORT_FILE)
-server.serve_forever()
+fake_server.serve(Handler)
