@@ -4,32 +4,16 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Parser;
+use triage::settings::SettingsArgs;
 
 /// An MCP server for triaging failed batch jobs: list pending_failed jobs grouped by cause,
 /// read their stderr, ask the pattern catalog, and classify them (dry run by default).
 #[derive(Debug, Parser)]
 #[command(name = "triage-mcp", version, about)]
 pub struct Args {
-    /// Where the jobs live: `dir:PATH` or `torc:URL`. Default: TRIAGE_BACKEND, else
-    /// torc:$TORC_API_URL, else dir:triage-store.
-    #[arg(long, value_name = "SPEC")]
-    pub backend: Option<String>,
-
-    /// Alias of `--backend torc:URL`, as Torc's own MCP server takes it.
-    #[arg(long, value_name = "URL", conflicts_with = "backend")]
-    pub api_url: Option<String>,
-
-    /// Where Torc's runner wrote job_stdio/ (default: TORC_OUTPUT_DIR, else torc_output).
-    #[arg(long, value_name = "DIR", alias = "output-dir")]
-    pub torc_output_dir: Option<PathBuf>,
-
-    /// Extra catalog file (repeatable); default: TRIAGE_CATALOG.
-    #[arg(long = "catalog", value_name = "FILE")]
-    pub catalogs: Vec<PathBuf>,
-
-    /// Policy file (TOML): budgets, exit-code lists, caps, confidence threshold.
-    #[arg(long, value_name = "FILE")]
-    pub policy: Option<PathBuf>,
+    /// Backend, Torc output directory, catalog files, policy: the same flags as `triage`.
+    #[command(flatten)]
+    pub settings: SettingsArgs,
 
     /// Serve only this workflow; calls naming another get a tool error.
     #[arg(long, value_name = "ID")]

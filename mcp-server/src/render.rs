@@ -3,8 +3,9 @@
 
 use std::fmt::Write;
 
-use triage::backend::LogTail;
 use triage::catalog::Hints;
+use triage::logs::LogTail;
+use triage::model::serde_name;
 
 use crate::tools::{ClassifyOut, ListOut};
 
@@ -82,11 +83,15 @@ pub fn list(o: &ListOut) -> String {
         );
         let _ = writeln!(
             out,
-            "exit codes {:?}; scheduler states {:?}; attempts {:?}; failed identically twice: {}",
-            g.exit_codes, g.scheduler_states, g.attempt_ids, g.failed_identically_twice
+            "exit codes {:?}; scheduler states [{}]; attempts {:?}; failed identically twice: {}",
+            g.exit_codes,
+            g.scheduler_states.iter().map(serde_name).collect::<Vec<_>>().join(", "),
+            g.attempt_ids,
+            g.failed_identically_twice
         );
         if !g.upstream.is_empty() {
-            let _ = writeln!(out, "upstream jobs by status: {:?}", g.upstream);
+            let ups: Vec<String> = g.upstream.iter().map(|(s, ids)| format!("{}: {ids:?}", serde_name(s))).collect();
+            let _ = writeln!(out, "upstream jobs by status: {}", ups.join("; "));
         }
         if let Some(h) = &g.hints {
             let _ = writeln!(
@@ -147,8 +152,12 @@ pub fn classify(o: &ClassifyOut) -> String {
         let action = e.proposed.as_ref().map(|p| p.action.as_str()).unwrap_or("-");
         let _ = writeln!(
             out,
-            "- job {} `{}`: {action} -> validation {:?}, outcome {:?}",
-            e.job_id, e.name, e.validation.status, e.outcome
+            "- job {} `{}`: {action} by {} -> validation {}, outcome {}",
+            e.job_id,
+            e.name,
+            e.proposed.as_ref().map_or("-", |p| p.authority().as_str()),
+            serde_name(&e.validation.status),
+            serde_name(&e.outcome)
         );
         for m in e.validation.messages.iter().chain(&e.notes) {
             let _ = writeln!(out, "    {m}");

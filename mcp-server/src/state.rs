@@ -1,14 +1,11 @@
 //! What every tool call shares: the engine, the mode the server runs in, and the
 //! propose-only log.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use anyhow::Context;
-use triage::config::{BackendFlags, load_catalog, load_policy};
 use triage::engine::Engine;
+use triage::engine::propose_log::ProposeLog;
+use triage::settings::Settings;
 
 use crate::args::Args;
 
@@ -40,34 +37,18 @@ pub struct State {
     pub agent_name: Option<String>,
     /// `--max-answer-bytes`: the largest answer a tool may give.
     pub max_answer_bytes: Option<u32>,
-    proposals: Option<(PathBuf, Mutex<File>)>,
+    /// The propose-only log, in propose-only mode.
+    pub proposals: Option<ProposeLog>,
 }
 
 impl State {
     pub fn from_args(args: &Args) -> anyhow::Result<Arc<State>> {
-        let flags = BackendFlags {
-            backend: args.backend.clone(),
-            api_url: args.api_url.clone(),
-            torc_output_dir: args.torc_output_dir.clone(),
-        };
-        let mut policy = load_policy(args.policy.as_deref())?;
-        let backend = flags.open_with(&policy.resilience)?;
-        let catalog = Arc::new(load_catalog(&args.catalogs)?);
+        let mut settings = Settings::resolve(&args.settings)?;
         if args.allow_overrides {
-            policy.allow_overrides = true;
+            settings.policy.allow_overrides = true;
         }
-        let proposals = match &args.propose_only {
-            Some(path) => {
-                let file = OpenOptions::new().create(true).append(true).open(path).with_context(|| {
-                    format!(
-                        "cannot open the propose-only log {}; give a writable path to --propose-only",
-                        path.display()
-                    )
-                })?;
-                Some((path.clone(), Mutex::new(file)))
-            }
-            None => None,
-        };
+        let engine = settings.engine()?;
+        let proposals = args.propose_only.as_deref().map(ProposeLog::open).transpose()?;
         let mode = if proposals.is_some() {
             ServerMode::ProposeOnly
         } else if args.read_only {
@@ -76,13 +57,13 @@ impl State {
             ServerMode::Normal
         };
         tracing::info!(
-            backend = backend.describe(),
+            backend = engine.backend.describe(),
             mode = mode.as_str(),
-            catalog = catalog.version(),
+            catalog = engine.catalog.version(),
             "triage-mcp ready"
         );
         Ok(Arc::new(State {
-            engine: Engine::new(backend, catalog, policy),
+            engine,
             workflow: args.workflow,
             mode,
             agent_name: args.agent_name.clone(),
@@ -101,18 +82,10 @@ impl State {
         }
     }
 
-    /// Append records to the propose-only log, one JSON object per line, flushed.
-    pub fn record(&self, records: &[serde_json::Value]) -> Result<(), String> {
-        let Some((path, file)) = &self.proposals else { return Ok(()) };
-        let mut buf = String::new();
-        for r in records {
-            buf.push_str(&r.to_string());
-            buf.push('\n');
-        }
-        let mut f =
-            file.lock().map_err(|_| "the propose-only log is unavailable after an earlier failure".to_string())?;
-        f.write_all(buf.as_bytes())
-            .and_then(|_| f.sync_data())
-            .map_err(|e| format!("cannot write the propose-only log {}: {e}", path.display()))
+    /// The name a caller's proposals go under: `--agent-name` when the server was started
+    /// with one (as `triage run` does), else the client's own name, else `agent`. A name is
+    /// only a label: whatever it says, the proposal is an agent's.
+    pub fn agent_name(&self, client: Option<String>) -> String {
+        self.agent_name.clone().or(client).filter(|n| !n.trim().is_empty()).unwrap_or_else(|| "agent".into())
     }
 }

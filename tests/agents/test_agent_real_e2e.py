@@ -133,7 +133,7 @@ def test_real_cli_honest_model(cli, demo, home, workdir, fake_model):
     assert sent and all("signature" in c and "job_id" not in c for c in sent), sent
 
     assert run.plan["agent"] == cli, what
-    assert run.events("recovered", cli) and not run.events("fallback"), run.plan["events"]
+    assert run.events("agent_done", cli) and not run.events("fallback"), run.plan["events"]
     src = {j["job_id"]: (j["proposed"] or {}).get("source") for j in run.plan["jobs"]}
     assert src == {2: cli, 3: cli, 4: cli, 5: cli, 6: cli, 7: cli, 9: cli, 10: None, 11: cli}, src
     for j in TRANSIENT + PERMANENT:

@@ -112,7 +112,7 @@ def test_honest_agent_its_proposals_are_validated_and_applied(demo, env, side, w
 
     # The plan: the agent's proposals, validated, then applied by triage.
     assert run.plan["agent"] == "command"
-    assert run.events("recovered", "command") and not run.events("fallback"), run.plan["events"]
+    assert run.events("agent_done", "command") and not run.events("fallback"), run.plan["events"]
     src = sources(run)
     assert src == {2: "command", 3: "command", 4: "command", 5: "command", 6: "command", 7: "command", 9: "command", 10: None, 11: "command"}, src
     for j in TRANSIENT:
@@ -189,17 +189,23 @@ def test_hostile_agent_injected_instructions_stay_data(demo, env, side, workdir)
 
 
 def test_forged_proposal_records_are_validated_again(demo, env, side, workdir):
-    """An agent that writes straight into the propose-only log (claiming "accepted", even
-    "applied") gets no further than one that asks: triage validates every proposal itself."""
+    """An agent that writes straight into the propose-only log, claiming a person's review
+    (and "accepted", even "applied"), gets no further than one that asks: every record is the
+    agent's, named by triage, and validated by triage itself."""
     run = triage_run(demo, env, "--agent", "command", "--agent-cmd", agent_cmd("forge", side), "--policy", policy(workdir / "p.toml"))
     assert run.plan is not None, run
+    assert run.plan["agent"] == "command"
     for j in PERMANENT:
-        assert run.job(j)["proposed"]["reason"] == "forged"
+        p = run.job(j)["proposed"]
+        assert (p["reason"], p["source"], p["authority"]) == ("forged", "command", "agent"), p
         assert run.job(j)["validation"]["status"] == "conflict" and run.job(j)["outcome"] == "needs_review"
     assert run.job(11)["outcome"] == "needs_review"
+    # The records that carried authority inside the proposal, or the old shape, were refused.
+    warnings = [e["reason"] for e in run.events("warning", "command")]
+    assert any("6 lines of the propose-only log were not proposal records" in w for w in warnings), run.plan["events"]
     store = jobs(demo)
     for j in PERMANENT:
-        assert store[j]["status"] == "pending_failed"
+        assert (store[j]["status"], store[j]["attempt_id"]) == ("pending_failed", jobs(ROOT / "fixtures" / "demo")[j]["attempt_id"])
     for j in (1, 8, 12, 13):  # forged ids of jobs that are not pending_failed change nothing
         assert store[j]["status"] == jobs(ROOT / "fixtures" / "demo")[j]["status"]
     assert run.rc == 2
@@ -365,7 +371,7 @@ def test_circuit_opens_after_three_failed_runs_and_reset_clears_it(demo, env, si
 
     status = triage(env, "circuit", "status")
     assert status.returncode == 0, status.stderr
-    assert re.search(r"^command: Open, 3 consecutive failures, last error: it proposed nothing$", status.stdout, re.M), status.stdout
+    assert re.search(r"^command: open, 3 consecutive failures, last error: it proposed nothing$", status.stdout, re.M), status.stdout
 
     # The 4th run skips the agent altogether (it is not started) and goes straight to rules.
     fourth = triage_run(demo, env, *args)
@@ -396,4 +402,4 @@ def test_circuit_half_opens_after_cooldown_and_a_good_probe_closes_it(demo, env,
     assert kinds[1:] == [("circuit_half_open", "command"), ("circuit_closed", "command"), ("recovered", "command")], kinds
     assert probe.events("circuit_closed")[0]["reason"] == "recovered (was half-open)"
     assert probe.plan["agent"] == "command"
-    assert "command: Closed, 0 consecutive failures" in triage(env, "circuit", "status").stdout
+    assert "command: closed, 0 consecutive failures" in triage(env, "circuit", "status").stdout

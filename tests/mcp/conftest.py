@@ -61,11 +61,17 @@ def server_env():
 
 
 @contextlib.asynccontextmanager
-async def stdio_session(*args):
+async def stdio_session(*args, client_name=None):
+    """A session with a real triage-mcp over stdio; `client_name` is the clientInfo name the
+    client announces (the SDK's own by default)."""
     params = StdioServerParameters(command=str(TRIAGE_MCP), args=list(args), env=server_env())
+    info = None
+    if client_name is not None:
+        from mcp import types
+        info = types.Implementation(name=client_name, version="1.0")
     with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as session:
+            async with ClientSession(read, write, client_info=info) as session:
                 init = await session.initialize()
                 session.init_result = init
                 yield session
@@ -84,6 +90,25 @@ def text_of(result):
 def answer_bytes(result):
     """Bytes of the whole tool answer as it goes over the wire (content + structured)."""
     return len(result.model_dump_json(by_alias=True, exclude_none=True).encode())
+
+
+def corpus_store(tmp_path, workflow=1):
+    """A directory store with one pending_failed job per case of the labelled corpus
+    (fixtures/corpus/dev.jsonl): its tail as the job's stderr, its exit code (1 when the
+    source gives none) as the attempt's. Returns (store, cases by job id)."""
+    import json
+    cases = [json.loads(l) for l in (ROOT / "fixtures" / "corpus" / "dev.jsonl").read_text().splitlines() if l.strip()]
+    wf = tmp_path / "corpus-store" / "workflows" / str(workflow)
+    (wf / "logs").mkdir(parents=True)
+    jobs = []
+    for i, c in enumerate(cases, start=1):
+        (wf / "logs" / f"{i}.err").write_text(c["stderr_tail"] + "\n")
+        code = c["exit_code"] if c["exit_code"] is not None else 1
+        jobs.append({"id": i, "name": c["id"], "command": "run.sh", "status": "pending_failed", "attempt_id": 1,
+                     "resources": {"memory": "4g", "runtime": "PT1H"},
+                     "attempts": [{"attempt_id": 1, "return_code": code, "stderr": f"logs/{i}.err"}]})
+    (wf / "workflow.json").write_text(json.dumps({"format": 1, "id": workflow, "name": "corpus", "use_pending_failed": True, "jobs": jobs}))
+    return tmp_path / "corpus-store", {i: c for i, c in enumerate(cases, start=1)}
 
 
 def synth_store(tmp_path, jobs, causes=12, lines=41, workflow=1):

@@ -219,7 +219,11 @@ def test_propose_only_records_and_changes_nothing(demo, tmp_path):
     run(go())
     assert snapshot(demo) == before
     lines = [json.loads(l) for l in log.read_text().splitlines()]
-    assert [(l["job_id"], l["outcome"], l["proposed"]["source"]) for l in lines] == [(2, "recorded", "scripted"), (6, "needs_review", "scripted")]
+    # Typed records: what the agent said, for which job and attempt, and what the server's
+    # validation told it. Who proposed is not in them: triage names the agent when it reads.
+    assert [(l["job_id"], l["attempt_id"], l["outcome"], l["classification"]["action"]) for l in lines] == [
+        (2, 1, "recorded", "retry"), (6, 1, "needs_review", "retry")]
+    assert all("source" not in l and "authority" not in l for l in lines), lines
 
 
 def test_overrides_need_both_the_flag_and_the_request(demo):

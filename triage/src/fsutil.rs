@@ -40,10 +40,18 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
 
 /// Append `line` plus a newline to `path` in one write, and flush it to disk.
 pub fn append_line(path: &Path, line: &str) -> io::Result<()> {
+    append_lines(path, &[line])
+}
+
+/// Append each of `lines` plus a newline to `path` in one write (an `O_APPEND` write of a
+/// regular file lands whole, after whatever was there), and flush it to disk.
+pub fn append_lines<S: AsRef<str>>(path: &Path, lines: &[S]) -> io::Result<()> {
     let mut file = OpenOptions::new().create(true).append(true).open(path)?;
-    let mut buf = Vec::with_capacity(line.len() + 1);
-    buf.extend_from_slice(line.as_bytes());
-    buf.push(b'\n');
+    let mut buf = Vec::with_capacity(lines.iter().map(|l| l.as_ref().len() + 1).sum());
+    for line in lines {
+        buf.extend_from_slice(line.as_ref().as_bytes());
+        buf.push(b'\n');
+    }
     file.write_all(&buf)?;
     file.sync_data()
 }

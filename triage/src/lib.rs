@@ -2,14 +2,15 @@
 //!
 //! The library behind the `triage` CLI and the `triage-mcp` server. Layers, bottom up (see
 //! ARCHITECTURE.md): [`model`] (pure data), [`backend`] (where jobs live: a directory store,
-//! a Torc server), [`catalog`] and [`logs`] (the knowledge: patterns, tails, signatures).
-//! Imports point down only.
+//! a Torc server), [`catalog`] and [`logs`] (the knowledge: patterns, tails, signatures),
+//! [`engine`] (evidence, validation, apply), [`agent`] and [`run`] (`triage run`'s agent
+//! chain), [`settings`] (what both binaries resolve from flags and environment). Imports
+//! point down only.
 
 pub mod agent;
 pub mod backend;
 pub mod catalog;
 pub mod clients;
-pub mod config;
 pub mod engine;
 pub mod fsutil;
 pub mod logs;
@@ -17,4 +18,5 @@ pub mod model;
 pub mod prompts;
 pub mod resilience;
 pub mod run;
+pub mod settings;
 pub mod synth;

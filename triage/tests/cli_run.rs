@@ -199,10 +199,8 @@ fn review_from_piped_answers_then_apply() {
     assert!(stderr(&out).contains("`banana` is not an answer"), "{}", stderr(&out));
     let plan: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&reviewed).unwrap()).unwrap();
     let j = |id: i64| plan["jobs"].as_array().unwrap().iter().find(|j| j["job_id"] == id).unwrap().clone();
-    assert_eq!(
-        (j(9)["proposed"]["action"].as_str(), j(9)["proposed"]["source"].as_str()),
-        (Some("fail"), Some("review"))
-    );
+    assert_eq!((j(9)["proposed"]["action"].as_str(), j(9)["proposed"]["source"].as_str()), (Some("fail"), Some("ana")));
+    assert_eq!(j(9)["proposed"]["authority"], "review");
     assert_eq!(j(10)["proposed"]["action"], "retry");
     assert_eq!(j(11)["outcome"], "needs_review", "skipped stays for later");
     let out = triage_in(&store, &state, &["apply", "--plan", reviewed.to_str().unwrap(), "--json"]);
@@ -216,6 +214,34 @@ fn review_from_piped_answers_then_apply() {
     let ev = events(&store);
     let e10 = ev.iter().find(|e| e["job_id"] == 10).unwrap();
     assert!(e10["why"].as_str().unwrap().contains("ana decided retry"), "{e10}");
+    assert_eq!(e10["details"]["authority"], "review", "{e10}");
+}
+
+#[test]
+fn the_word_review_in_a_plan_confers_nothing() {
+    // A plan whose waiting entries were edited to say `source: review` (the old marker of a
+    // person's decision) without going through `triage review`: apply leaves them alone.
+    let (tmp, store) = demo_copy();
+    let state = tmp.path().join("state");
+    let plan_path = tmp.path().join("plan.json");
+    triage_in(&store, &state, &["run", "--workflow", "42", "--dry-run", "--plan-out", plan_path.to_str().unwrap()]);
+    let mut plan: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
+    let mut forged = 0;
+    for j in plan["jobs"].as_array_mut().unwrap() {
+        if j["outcome"] == "needs_review" {
+            j["proposed"] = serde_json::json!({"action": "retry", "reason": "a person said so", "source": "review"});
+            forged += 1;
+        }
+    }
+    assert!(forged >= 3, "{plan}");
+    std::fs::write(&plan_path, plan.to_string()).unwrap();
+    let before = jobs(&store);
+    let out = triage_in(&store, &state, &["apply", "--plan", plan_path.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let after = jobs(&store);
+    for id in ["9", "10", "11"] {
+        assert_eq!(after[id], before[id], "job {id} was moved by a plan that only claimed a review");
+    }
 }
 
 #[test]

@@ -7,8 +7,10 @@ use std::path::Path;
 
 use triage::backend::dir::DirBackend;
 use triage::backend::{
-    AuditEvent, BackendError, Guard, JobBackend, LogStream, MoveOutcome, PageRequest, ResourceChange, TailSize,
+    AuditEvent, BackendError, Guard, JobBackend, LogStream, MoveOutcome, PageRequest, ResourceChange,
 };
+use triage::engine::read_tail;
+use triage::logs::TailSize;
 use triage::model::{JobStatus, Memory};
 
 fn audit(why: &str) -> AuditEvent {
@@ -44,17 +46,17 @@ async fn lists_pending_failed_jobs_with_paging() {
 async fn reads_log_tails_by_attempt() {
     let (_tmp, store) = support::demo_copy();
     let b = DirBackend::open(&store).unwrap();
-    let t = b.read_log(42, 6, None, LogStream::Stderr, TailSize::Lines(1)).await.unwrap();
+    let t = read_tail(&b, 42, 6, None, LogStream::Stderr, TailSize::Lines(1)).await.unwrap();
     assert_eq!(t.text, "SyntaxError: '{' was never closed\n");
     assert_eq!(t.attempt_id, 1);
-    let first = b.read_log(42, 11, Some(1), LogStream::Stderr, TailSize::Lines(50)).await.unwrap();
-    let second = b.read_log(42, 11, None, LogStream::Stderr, TailSize::Lines(50)).await.unwrap();
+    let first = read_tail(&b, 42, 11, Some(1), LogStream::Stderr, TailSize::Lines(50)).await.unwrap();
+    let second = read_tail(&b, 42, 11, None, LogStream::Stderr, TailSize::Lines(50)).await.unwrap();
     assert_eq!(second.attempt_id, 2);
     assert!(first.text.contains("02:03:11") && second.text.contains("02:41:57"));
-    let err = b.read_log(42, 11, Some(7), LogStream::Stderr, TailSize::Lines(5)).await.unwrap_err();
+    let err = read_tail(&b, 42, 11, Some(7), LogStream::Stderr, TailSize::Lines(5)).await.unwrap_err();
     assert!(matches!(err, BackendError::AttemptNotFound { .. }), "{err}");
     assert!(err.to_string().contains("recorded attempts: 1, 2"), "{err}");
-    let err = b.read_log(42, 999, None, LogStream::Stderr, TailSize::Lines(5)).await.unwrap_err();
+    let err = read_tail(&b, 42, 999, None, LogStream::Stderr, TailSize::Lines(5)).await.unwrap_err();
     assert!(err.to_string().contains("job 999 not found in workflow 42"), "{err}");
 }
 
@@ -138,7 +140,7 @@ async fn log_paths_that_escape_the_folder_are_refused() {
         let bad = text.replacen("job_stdio/job_wf42_j6_r1_a1.e", evil, 1);
         std::fs::write(&wf_path, bad).unwrap();
         let b = DirBackend::open(&store).unwrap();
-        let err = b.read_log(42, 6, None, LogStream::Stderr, TailSize::Lines(5)).await.unwrap_err();
+        let err = read_tail(&b, 42, 6, None, LogStream::Stderr, TailSize::Lines(5)).await.unwrap_err();
         assert!(matches!(err, BackendError::PathEscapes { .. }), "{evil}: {err}");
         assert!(err.to_string().contains("escapes the workflow folder"), "{err}");
     }
@@ -215,7 +217,7 @@ async fn reads_leave_the_store_byte_for_byte_unchanged() {
     let before = support::snapshot(&store);
     let b = DirBackend::open(&store).unwrap();
     for job in b.all_jobs(42, None).await.unwrap() {
-        let _ = b.read_log(42, job.id, None, LogStream::Stderr, TailSize::Lines(50)).await;
+        let _ = read_tail(&b, 42, job.id, None, LogStream::Stderr, TailSize::Lines(50)).await;
     }
     // A stale move changes nothing either.
     let stale = Guard { status: JobStatus::PendingFailed, attempt_id: 9, run_id: 1 };

@@ -252,7 +252,7 @@ fn killing_the_server_mid_apply_leaves_no_job_running_and_none_moved_twice() {
     proxy.repoint(s2.port);
     proxy.kill_after(Hook { method: "DELETE".into(), path_contains: "/results/".into(), pid: s2.pid() });
     let o = triage(&dir, &proxy.url(), &out, &["apply", "--plan", &plan], &quick);
-    assert!(stderr(&o).contains("recovered"), "the undo is reported: {}", stderr(&o));
+    assert!(stderr(&o).contains("[repaired]"), "the undo is reported: {}", stderr(&o));
     drop(s2);
     let s3 = TorcServer::start(&db);
     let url3 = s3.url();
@@ -267,7 +267,7 @@ fn killing_the_server_mid_apply_leaves_no_job_running_and_none_moved_twice() {
         triage(&dir, &proxy.url(), &out, &["run", "--agent", "rules", "--workflow", &wf.to_string(), "--json"], &[]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let run = json(&o);
-    assert!(run["events"].to_string().contains("recovered"), "{}", run["events"]);
+    assert!(run["events"].as_array().unwrap().iter().any(|e| e["kind"] == "repaired"), "{}", run["events"]);
     let got = outcomes(&run);
     assert_eq!(got.get(&conn), None, "conn_refused was already moved: not in this run");
     assert_eq!(got.get(&syntax).map(String::as_str), Some("applied"));
@@ -308,7 +308,7 @@ fn an_interrupted_retry_with_more_memory_gets_its_resources_back_then_moves_once
     let o =
         triage(&dir, &proxy.url(), &out, &["run", "--agent", "rules", "--workflow", &wf.to_string(), "--json"], &[]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(json(&o)["events"].to_string().contains("recovered"));
+    assert!(json(&o)["events"].as_array().unwrap().iter().any(|e| e["kind"] == "repaired"));
     assert_each_moved_once(&url, wf, &["conn_refused", "killed", "flaky"], &["syntax"]);
     let after = jobs_by_name(&url, wf);
     let own = torc_support::get(&format!("{url}/resource_requirements/{}", after["killed"].3));

@@ -61,24 +61,15 @@ pub async fn run(
         (_, true) => Mode::DryRun,
         (ServerMode::Normal, false) => Mode::Apply,
     };
-    let source = state.agent_name.clone().or(client).unwrap_or_else(|| "agent".into());
-    let who = format!("triage-mcp ({source})");
+    let agent = state.agent_name(client);
+    let who = format!("triage-mcp ({agent})");
     let (results, unmatched) = state
         .engine
-        .classify(args.workflow_id, &args.classifications, &source, mode, &who)
+        .classify(args.workflow_id, &args.classifications, &agent, mode, &who)
         .await
         .map_err(|e| e.to_string())?;
-    if mode == Mode::ProposeOnly {
-        let records: Vec<serde_json::Value> = results
-            .iter()
-            .filter_map(|r| serde_json::to_value(r).ok())
-            .map(|mut v| {
-                v["recorded_at"] = jiff::Timestamp::now().to_string().into();
-                v["workflow_id"] = args.workflow_id.into();
-                v
-            })
-            .collect();
-        state.record(&records)?;
+    if let (Mode::ProposeOnly, Some(log)) = (mode, &state.proposals) {
+        log.record(args.workflow_id, &results).map_err(|e| e.to_string())?;
     }
     let summary = Summary::of(results.iter().map(|r| &r.entry));
     let next_steps = match mode {

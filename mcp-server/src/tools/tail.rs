@@ -2,7 +2,8 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use triage::backend::{LogStream, LogTail, TailSize};
+use triage::backend::LogStream;
+use triage::logs::{LogTail, TailSize};
 
 use crate::render;
 use crate::state::State;
@@ -51,18 +52,16 @@ pub async fn run(state: &State, args: TailArgs) -> Result<rmcp::model::CallToolR
         (l, None) => TailSize::Lines(l.unwrap_or(50) as usize),
     };
     let stream = args.stream.unwrap_or_default();
-    let backend = &state.engine.backend;
+    let engine = &state.engine;
     let mut tail =
-        backend.read_log(args.workflow_id, args.job_id, args.attempt, stream, size).await.map_err(|e| e.to_string())?;
+        engine.tail(args.workflow_id, args.job_id, args.attempt, stream, size).await.map_err(|e| e.to_string())?;
     // Over the server's cap (--max-answer-bytes; the text goes out twice): the end that fits.
     if let Some(cap) = state.max_answer_bytes
         && tail.text.len() * 2 + 2048 > cap as usize
     {
         let fits = TailSize::Bytes(((cap as u64).saturating_sub(2048) / 2).max(1));
-        tail = backend
-            .read_log(args.workflow_id, args.job_id, args.attempt, stream, fits)
-            .await
-            .map_err(|e| e.to_string())?;
+        tail =
+            engine.tail(args.workflow_id, args.job_id, args.attempt, stream, fits).await.map_err(|e| e.to_string())?;
     }
     let text = render::tail(&tail);
     crate::tools::respond(&TailOut { untrusted: true, tail }, text)

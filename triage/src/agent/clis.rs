@@ -6,12 +6,11 @@
 //! machine-readable output and a turn limit. A run is judged by its output, not only its exit
 //! status (Claude Code not logged in exits 0 and says `"is_error": true`).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::process::{self, Exit, Finished};
-use super::{AgentFailure, AgentKind, AgentSetup, find_on_path, proposals};
-use crate::engine::Proposal;
+use super::{AgentFailure, AgentKind, AgentSetup, find_on_path};
+use crate::engine::propose_log;
 
 /// The four tools, as agents must be allowed to call them.
 pub const TOOLS: [&str; 4] =
@@ -33,13 +32,14 @@ pub struct Invocation {
     pub cwd: Option<std::path::PathBuf>,
 }
 
-/// Run agent `kind` once (attempt `n`) and return what it proposed.
+/// Run agent `kind` once (attempt `n`) and return what it proposed (read back through the
+/// propose-only contract: every proposal is this agent's).
 pub async fn run_once(
     kind: AgentKind,
     setup: &AgentSetup,
     n: u32,
     proposals_file: &Path,
-) -> Result<BTreeMap<i64, Proposal>, AgentFailure> {
+) -> Result<propose_log::ReadBack, AgentFailure> {
     let files =
         write_files(setup).map_err(|e| AgentFailure::Crashed(format!("cannot write the agent's files: {e}")))?;
     let inv = invocation(kind, setup, &files)?;
@@ -48,15 +48,15 @@ pub async fn run_once(
         .await
         .map_err(|e| AgentFailure::NotInstalled(format!("cannot start `{}`: {e}", inv.program)))?;
     judge(kind, &finished, setup.timeout.as_secs())?;
-    let (found, bad) = proposals::read(proposals_file);
-    if found.is_empty() {
-        return Err(if bad > 0 {
-            AgentFailure::Reported(format!("{bad} unreadable proposal records"))
+    let back = propose_log::read(proposals_file, kind.as_str(), setup.workflow_id);
+    if back.proposals.is_empty() {
+        return Err(if back.unreadable > 0 {
+            AgentFailure::Reported(format!("{} unreadable proposal records", back.unreadable))
         } else {
             AgentFailure::NoProposals
         });
     }
-    Ok(found)
+    Ok(back)
 }
 
 /// The files every agent reads: the MCP configuration and the prompt.
@@ -265,9 +265,13 @@ fn insecure_ancestor(dir: &Path) -> Option<std::path::PathBuf> {
 
 /// Decide from the exit and the output whether the run failed, and why.
 pub fn judge(kind: AgentKind, f: &Finished, timeout_secs: u64) -> Result<(), AgentFailure> {
-    if f.exit == Exit::TimedOut {
-        return Err(AgentFailure::Timeout(timeout_secs));
-    }
+    let code = match f.exit {
+        Exit::TimedOut => return Err(AgentFailure::Timeout(timeout_secs)),
+        Exit::Interrupted(sig) => {
+            return Err(AgentFailure::Interrupted { name: sig.to_string(), number: sig as i32 });
+        }
+        Exit::Exited(code) => code,
+    };
     let stdout = f.stdout_text(64 * 1024);
     let stderr = f.stderr_text(64 * 1024);
     if let Some(reported) = reported_error(kind, &stdout, &stderr) {
@@ -275,16 +279,12 @@ pub fn judge(kind: AgentKind, f: &Finished, timeout_secs: u64) -> Result<(), Age
         let reported: String = reported.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(500).collect();
         return Err(classify_text(&reported).unwrap_or(AgentFailure::Reported(reported)));
     }
-    match f.exit {
-        Exit::Exited(Some(0)) => Ok(()),
-        Exit::Exited(code) => {
-            let text = format!("{stderr}\n{stdout}");
-            let status = code.map(|c| c.to_string()).unwrap_or_else(|| "killed by a signal".into());
-            Err(classify_text(&text)
-                .unwrap_or_else(|| AgentFailure::Crashed(format!("{status}: {}", last_line(&text)))))
-        }
-        Exit::TimedOut => Err(AgentFailure::Timeout(timeout_secs)),
+    if code == Some(0) {
+        return Ok(());
     }
+    let text = format!("{stderr}\n{stdout}");
+    let status = code.map(|c| c.to_string()).unwrap_or_else(|| "killed by a signal".into());
+    Err(classify_text(&text).unwrap_or_else(|| AgentFailure::Crashed(format!("{status}: {}", last_line(&text)))))
 }
 
 /// An error the agent reported in its machine-readable output, even with exit status 0.

@@ -6,11 +6,12 @@
 //! - [`process`]: spawning, process groups, timeouts, captured output;
 //! - [`clis`]: the command line of each agent CLI (Claude Code, Copilot, Codex, Gemini, or any
 //!   command) and how to tell from its output whether it failed, and why;
-//! - [`proposals`]: reading the propose-only log back.
+//!
+//! What the agent proposed is read back through the engine's propose-only contract
+//! ([`crate::engine::propose_log`]), which makes every proposal the agent's.
 
 pub mod clis;
 pub mod process;
-pub mod proposals;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -99,6 +100,10 @@ pub enum AgentFailure {
     NoProposals,
     #[error("circuit open: {0}")]
     CircuitOpen(String),
+    /// Triage got a signal while the agent ran: the agent's whole process group was killed.
+    /// Not retried, no fallback: the run stops (exit status 128 + the signal's number).
+    #[error("{name} received: stopped the agent (its whole process group)")]
+    Interrupted { name: String, number: i32 },
 }
 
 impl AgentFailure {

@@ -18,6 +18,9 @@ pub enum Exit {
     Exited(Option<i32>),
     /// It ran past the timeout and its process group was killed.
     TimedOut,
+    /// Triage itself got this signal (Ctrl-C, a CI runner's SIGTERM) while the agent ran;
+    /// the agent's process group was killed, and the run must stop.
+    Interrupted(Signal),
 }
 
 /// A finished agent process.
@@ -99,8 +102,7 @@ pub async fn run(inv: &Invocation, out_dir: &Path, name: &str, timeout: Duration
         } => {
             kill_group(pgid).await;
             let _ = child.wait().await;
-            eprintln!("triage: {signo} received: stopped the agent `{}` (its whole process group) and exiting", inv.program);
-            std::process::exit(128 + signo as i32);
+            Exit::Interrupted(signo)
         }
     };
     Ok(Finished { exit, elapsed: started.elapsed(), stdout, stderr })

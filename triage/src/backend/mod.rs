@@ -1,6 +1,6 @@
 //! Where jobs live: the `JobBackend` trait and its implementations.
 //!
-//! A backend answers questions about a workflow's jobs (list, get, read a log) and performs the
+//! A backend answers questions about a workflow's jobs (list, get, where a log is) and performs the
 //! two moves triage exists for, retry and fail, each guarded by compare-and-set: the caller
 //! says which status, attempt and run it saw, and a job that has moved on since is reported as
 //! [`MoveOutcome::Stale`], never touched. Everything with side effects on jobs goes through here.
@@ -22,7 +22,7 @@ use async_trait::async_trait;
 pub use error::BackendError;
 pub use spec::{BackendOptions, BackendSpec, SpecSource, open_backend};
 pub use types::{
-    AuditEvent, Guard, JobPage, LogStream, LogTail, MoveOutcome, PageRequest, ResourceChange, TailSize, WorkflowInfo,
+    AuditEvent, Guard, JobPage, LogFile, LogStream, MoveOutcome, PageRequest, ResourceChange, WorkflowInfo,
 };
 
 use crate::model::{Job, JobStatus};
@@ -51,16 +51,16 @@ pub trait JobBackend: Send + Sync {
     /// One job with its attempt history.
     async fn job(&self, workflow_id: i64, job_id: i64) -> Result<Job, BackendError>;
 
-    /// The end of one attempt's stderr or stdout (`attempt` defaults to the latest finished
-    /// attempt), read from the end of the file: the cost is the tail's, not the file's.
-    async fn read_log(
+    /// Which file holds one attempt's stderr or stdout (`attempt` defaults to the latest
+    /// finished attempt). The backend says where; reading it is the logs layer's job
+    /// ([`crate::logs::LogTail::read`], through [`crate::engine::Engine::tail`]).
+    async fn log_file(
         &self,
         workflow_id: i64,
         job_id: i64,
         attempt: Option<u32>,
         stream: LogStream,
-        size: TailSize,
-    ) -> Result<LogTail, BackendError>;
+    ) -> Result<LogFile, BackendError>;
 
     /// Move a pending_failed job to `ready` with attempt_id + 1 and the new resources, if it is
     /// still as `guard` describes; `audit` is recorded with the change.

@@ -1,7 +1,7 @@
 //! `--backend SPEC`: parsing, resolution order, and opening the backend it names.
 //!
-//! Resolution (DESIGN.md): the flag, else `TRIAGE_BACKEND`, else `torc:$TORC_API_URL` when
-//! Torc's own variable is set, else `dir:triage-store` in the current directory.
+//! Resolution: the flag, else `TRIAGE_BACKEND`, else `torc:$TORC_API_URL` when Torc's own
+//! variable is set, else `dir:triage-store` in the current directory.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,6 +25,8 @@ pub enum SpecSource {
     Flag,
     TriageBackendEnv,
     TorcApiUrlEnv,
+    /// The backend a plan was made against (`triage apply`, when nothing else names one).
+    Plan,
     Default,
 }
 
@@ -34,6 +36,7 @@ impl SpecSource {
             SpecSource::Flag => "from --backend",
             SpecSource::TriageBackendEnv => "from TRIAGE_BACKEND",
             SpecSource::TorcApiUrlEnv => "from TORC_API_URL",
+            SpecSource::Plan => "from the plan",
             SpecSource::Default => "the default",
         }
     }
@@ -57,12 +60,9 @@ impl BackendSpec {
         }
     }
 
-    /// Resolve the spec from the flag and the environment, in DESIGN.md's order.
-    pub fn resolve(flag: Option<&str>) -> Result<(BackendSpec, SpecSource), BackendError> {
-        Self::resolve_with(flag, |k| std::env::var(k).ok())
-    }
-
-    /// [`BackendSpec::resolve`] with an injectable environment (for tests).
+    /// Resolve the spec from the flag and the environment `env`: the flag, else
+    /// `TRIAGE_BACKEND`, else `torc:$TORC_API_URL`, else `dir:triage-store`. Called once, by
+    /// [`crate::settings::Settings`].
     pub fn resolve_with(
         flag: Option<&str>,
         env: impl Fn(&str) -> Option<String>,

@@ -4,6 +4,7 @@ use jiff::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use crate::model::LogStream;
 use crate::model::{Job, JobStatus, Memory, Runtime};
 
 /// Which page of a job list to return.
@@ -71,76 +72,19 @@ pub enum MoveOutcome {
     Stale { status: JobStatus, attempt_id: u32, run_id: u32 },
 }
 
-/// Which output stream of an attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum LogStream {
-    #[default]
-    Stderr,
-    Stdout,
-}
-
-impl LogStream {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LogStream::Stderr => "stderr",
-            LogStream::Stdout => "stdout",
-        }
-    }
-}
-
-/// How much of the end of a log to read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TailSize {
-    Lines(usize),
-    Bytes(u64),
-}
-
-/// The end of one attempt's log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct LogTail {
+/// Where one attempt's stderr or stdout is: the backend's answer to "which file", so the
+/// logs layer can read its end ([`crate::logs::LogTail::read`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogFile {
     pub job_id: i64,
     pub attempt_id: u32,
     pub stream: LogStream,
-    /// Where the log was read from.
-    pub path: String,
-    /// The tail, decoded lossily as UTF-8.
-    pub text: String,
-    /// Lines in `text`.
-    pub lines: usize,
-    /// Size of the whole file when it was read.
-    pub file_len: u64,
-    /// Whether the tail was capped (a line or the start was cut).
-    pub truncated: bool,
-}
-
-impl LogTail {
-    /// Read the end of `file` (shown as `shown`), from the end of the file (see
-    /// [`crate::logs::tail_lines`]). Backends map the error to their own.
-    pub fn read(
-        file: &std::path::Path,
-        shown: String,
-        job_id: i64,
-        attempt_id: u32,
-        stream: LogStream,
-        size: TailSize,
-    ) -> Result<LogTail, crate::logs::TailError> {
-        let opts = crate::logs::TailOptions::default();
-        let tail = match size {
-            TailSize::Lines(n) => crate::logs::tail_lines(file, n, &opts),
-            TailSize::Bytes(n) => crate::logs::tail_bytes(file, n, &opts),
-        }?;
-        Ok(LogTail {
-            job_id,
-            attempt_id,
-            stream,
-            path: shown,
-            text: tail.text().into_owned(),
-            lines: tail.lines,
-            file_len: tail.file_len,
-            truncated: tail.truncated,
-        })
-    }
+    /// The file to read.
+    pub path: std::path::PathBuf,
+    /// The path as shown to people (relative to a store's workflow folder, say).
+    pub shown: String,
+    /// What to do when the file is not there (appended to the error).
+    pub hint: Option<String>,
 }
 
 /// One entry of a workflow's audit trail.

@@ -32,11 +32,7 @@ impl ScanContext {
     /// when the attempt records that signal N killed it (the shell's convention, which the
     /// catalog's exit-code entries use).
     pub fn from_attempt(attempt: &Attempt) -> ScanContext {
-        let exit_code = match attempt.signal {
-            Some(sig) if sig > 0 => 128 + i64::from(sig),
-            _ => attempt.return_code,
-        };
-        ScanContext { exit_code: Some(exit_code), scheduler_state: attempt.scheduler_state }
+        ScanContext { exit_code: Some(attempt.exit_status()), scheduler_state: attempt.scheduler_state }
     }
 
     /// A context with only a scheduler state.

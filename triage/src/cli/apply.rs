@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use triage::engine::{Mode, Outcome, PLAN_FORMAT_VERSION, Plan, RunEvent};
+use triage::engine::{Mode, PLAN_FORMAT_VERSION, Plan, RunEvent};
 
 use super::common::GlobalArgs;
 use super::output;
@@ -21,9 +21,6 @@ pub struct ApplyArgs {
     /// Re-check everything but change nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Policy file (TOML).
-    #[arg(long, value_name = "FILE")]
-    pub policy: Option<PathBuf>,
     /// Print the updated plan (JSON) on stdout.
     #[arg(long)]
     pub json: bool,
@@ -53,45 +50,16 @@ pub fn load_plan(path: &std::path::Path) -> anyhow::Result<Plan> {
 
 pub async fn run(global: &GlobalArgs, args: ApplyArgs) -> anyhow::Result<ExitCode> {
     let mut plan = load_plan(&args.plan)?;
-    let engine = global.engine_for(Some(&plan.backend), args.policy.as_deref())?;
-    let progress = Progress::new();
+    let engine = global.settings_for(Some(&plan.backend))?.engine()?;
     let mode = if args.dry_run { Mode::DryRun } else { Mode::Apply };
     let who = format!("triage apply ({})", args.plan.display());
-    let mut events = Vec::new();
-    if !args.dry_run {
-        for e in engine.recover(plan.workflow_id).await {
-            progress.event(&e);
-            events.push(e);
-        }
-    }
-    for i in 0..plan.jobs.len() {
-        let entry = &plan.jobs[i];
-        let wanted = entry.proposed.is_some() && matches!(entry.outcome, Outcome::WouldApply | Outcome::NeedsReview);
-        if !wanted {
-            continue;
-        }
-        if entry.outcome == Outcome::NeedsReview
-            && entry.proposed.as_ref().is_some_and(|p| p.source != triage::engine::REVIEWED)
-        {
-            continue; // still waiting for a person: `triage review` first
-        }
-        progress.message(&format!("job {}", entry.job_id));
-        let updated = engine.recheck(plan.workflow_id, entry, &who, mode).await;
-        if updated.outcome == Outcome::Error {
-            let e = RunEvent::now(
-                "error",
-                &engine.backend.describe(),
-                format!("job {}: {}", updated.job_id, updated.notes.join("; ")),
-            );
-            progress.event(&e);
-            events.push(e);
-        }
-        plan.jobs[i] = updated;
-    }
+    let progress = Progress::new();
+    let on_event = |e: &RunEvent| match e.kind.as_str() {
+        "progress" => progress.message(&e.reason),
+        _ => progress.event(e),
+    };
+    engine.apply_plan(&mut plan, mode, &who, &on_event).await;
     progress.finish();
-    plan.dry_run = args.dry_run;
-    plan.events.extend(events);
-    plan.summarize();
     output::emit(&plan, args.json, args.plan_out.as_deref())?;
     Ok(ExitCode::from(plan.exit_code()))
 }

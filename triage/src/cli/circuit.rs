@@ -1,4 +1,4 @@
-//! `triage circuit`: show and clear the circuit breakers kept in the state directory.
+//! `triage circuit`: show and clear the agents' circuit breakers kept in the state directory.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -16,7 +16,7 @@ pub struct CircuitArgs {
 pub enum CircuitCommand {
     /// Every breaker: state, consecutive failures, last error.
     Status,
-    /// Close one breaker (by name: an agent such as `claude`, or a backend URL), or all.
+    /// Close one breaker (by agent name, such as `claude`), or all.
     Reset { name: Option<String> },
 }
 
@@ -30,8 +30,8 @@ pub fn run(args: CircuitArgs) -> anyhow::Result<ExitCode> {
             }
             for (name, c) in all {
                 println!(
-                    "{name}: {:?}, {} consecutive failures{}",
-                    c.state,
+                    "{name}: {}, {} consecutive failures{}",
+                    triage::model::serde_name(&c.state),
                     c.consecutive_failures,
                     c.last_error.map(|e| format!(", last error: {e}")).unwrap_or_default()
                 );

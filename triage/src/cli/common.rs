@@ -1,34 +1,14 @@
-//! What every subcommand shares: backend and catalog selection, logging to stderr.
-
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+//! What every subcommand shares: the settings flags (backend, catalog, policy) and logging.
 
 use clap::Args;
-use triage::backend::JobBackend;
-use triage::catalog::Catalog;
-use triage::config::{BackendFlags, load_catalog, load_policy};
 use triage::engine::Engine;
+use triage::settings::{Settings, SettingsArgs};
 
 /// Options accepted by every subcommand.
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
-    /// Where the jobs live: `dir:PATH` or `torc:URL`. Default: TRIAGE_BACKEND, else
-    /// torc:$TORC_API_URL, else dir:triage-store.
-    #[arg(long, global = true, value_name = "SPEC")]
-    pub backend: Option<String>,
-
-    /// Alias of `--backend torc:URL`, for people coming from Torc.
-    #[arg(long, global = true, value_name = "URL", conflicts_with = "backend")]
-    pub api_url: Option<String>,
-
-    /// Where Torc's runner wrote job_stdio/ (default: TORC_OUTPUT_DIR, else torc_output).
-    #[arg(long, global = true, value_name = "DIR", alias = "output-dir")]
-    pub torc_output_dir: Option<PathBuf>,
-
-    /// Extra catalog file (repeatable): adds entries or overrides them by id.
-    /// Default: the paths in TRIAGE_CATALOG (separated like PATH).
-    #[arg(long = "catalog", global = true, value_name = "FILE")]
-    pub catalogs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub settings: SettingsArgs,
 
     /// Log level for messages on stderr (error, warn, info, debug, trace); RUST_LOG also works.
     #[arg(long, global = true, value_name = "LEVEL")]
@@ -36,41 +16,19 @@ pub struct GlobalArgs {
 }
 
 impl GlobalArgs {
-    pub fn backend_flags(&self) -> BackendFlags {
-        BackendFlags {
-            backend: self.backend.clone(),
-            api_url: self.api_url.clone(),
-            torc_output_dir: self.torc_output_dir.clone(),
-        }
+    /// The settings the flags and the environment name.
+    pub fn settings(&self) -> anyhow::Result<Settings> {
+        Ok(Settings::resolve(&self.settings)?)
     }
 
-    /// Open the backend named by the flags and the environment.
-    pub fn backend(&self) -> anyhow::Result<Arc<dyn JobBackend>> {
-        Ok(self.backend_flags().open()?)
+    /// The settings, on `fallback_spec` (a plan's backend) when no flag or variable names one.
+    pub fn settings_for(&self, fallback_spec: Option<&str>) -> anyhow::Result<Settings> {
+        Ok(Settings::resolve_or(&self.settings, fallback_spec)?)
     }
 
-    /// The engine over the flags' backend, catalog and policy.
-    pub fn engine(&self, policy: Option<&Path>) -> anyhow::Result<Engine> {
-        self.engine_for(None, policy)
-    }
-
-    /// The engine, on `fallback_spec` (e.g. a plan's backend) when no flag or variable names one.
-    pub fn engine_for(&self, fallback_spec: Option<&str>, policy: Option<&Path>) -> anyhow::Result<Engine> {
-        let mut flags = self.backend_flags();
-        let env_names_one =
-            ["TRIAGE_BACKEND", "TORC_API_URL"].iter().any(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()));
-        if flags.spec_flag().is_none() && !env_names_one {
-            flags.backend = fallback_spec.map(str::to_string);
-        }
-        let policy = load_policy(policy)?;
-        let backend = flags.open_with(&policy.resilience)?;
-        let catalog = Arc::new(self.catalog()?);
-        Ok(Engine::new(backend, catalog, policy))
-    }
-
-    /// The built-in catalog plus `--catalog` files (or TRIAGE_CATALOG's).
-    pub fn catalog(&self) -> anyhow::Result<Catalog> {
-        Ok(load_catalog(&self.catalogs)?)
+    /// The engine over the settings' backend, catalog and policy.
+    pub fn engine(&self) -> anyhow::Result<Engine> {
+        Ok(self.settings()?.engine()?)
     }
 }
 

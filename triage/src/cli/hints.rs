@@ -32,7 +32,7 @@ pub struct HintsArgs {
 }
 
 pub async fn run(global: &GlobalArgs, args: HintsArgs) -> anyhow::Result<ExitCode> {
-    let catalog = global.catalog()?;
+    let catalog = global.settings()?.catalog()?;
     let text = read_input(&args.input, args.lines)?;
     let ctx = ScanContext { exit_code: args.exit_code, scheduler_state: args.scheduler_state };
     let hints = catalog.scan(&text, &ctx);
@@ -67,7 +67,8 @@ pub fn render(h: &Hints) -> String {
     let category = h.category.as_deref().unwrap_or("-");
     out.push_str(&format!("verdict:   {} ({category})\n", h.verdict.as_str()));
     if let Some(action) = h.action {
-        let strategy = h.strategy.map(|s| format!("  (strategy: {})", serde_plain(&s))).unwrap_or_default();
+        let strategy =
+            h.strategy.map(|s| format!("  (strategy: {})", triage::model::serde_name(&s))).unwrap_or_default();
         out.push_str(&format!("action:    {}{strategy}\n", action.as_str()));
     }
     if let Some(hint) = &h.hint {
@@ -84,7 +85,7 @@ pub fn render(h: &Hints) -> String {
             out.push_str(&format!(
                 "  {:>5}  {:<9}  {:<20}  {:<28}  {}\n",
                 m.line,
-                serde_plain(&m.class),
+                triage::model::serde_name(&m.class),
                 m.category,
                 m.id,
                 m.text
@@ -92,9 +93,4 @@ pub fn render(h: &Hints) -> String {
         }
     }
     out
-}
-
-/// The serde name of a unit enum value (e.g. `retry_with_jitter`).
-fn serde_plain<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }

@@ -4,7 +4,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Args;
-use triage::backend::{LogStream, TailSize};
+use triage::backend::LogStream;
+use triage::logs::TailSize;
 
 use super::common::GlobalArgs;
 
@@ -34,13 +35,13 @@ pub struct LogsArgs {
 }
 
 pub async fn run(global: &GlobalArgs, args: LogsArgs) -> anyhow::Result<ExitCode> {
-    let backend = global.backend()?;
+    let engine = global.engine()?;
     let stream = if args.stdout { LogStream::Stdout } else { LogStream::Stderr };
     let size = match args.bytes {
         Some(b) => TailSize::Bytes(b),
         None => TailSize::Lines(args.lines),
     };
-    let tail = backend.read_log(args.workflow, args.job, args.attempt, stream, size).await?;
+    let tail = engine.tail(args.workflow, args.job, args.attempt, stream, size).await?;
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&tail)?)?;

@@ -3,7 +3,6 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use triage::backend::BackendSpec;
 use triage::clients::{Client, ServerCommand};
 
 use super::common::GlobalArgs;
@@ -22,20 +21,9 @@ pub struct McpConfigArgs {
 }
 
 pub fn run(global: &GlobalArgs, args: McpConfigArgs) -> anyhow::Result<ExitCode> {
-    let mut server_args = Vec::new();
-    let flag = global.backend.clone().or_else(|| global.api_url.as_ref().map(|u| format!("torc:{u}")));
-    if let Some(flag) = flag {
-        // Make a relative store path absolute: clients start servers in other folders.
-        let spec = match BackendSpec::parse(&flag)? {
-            BackendSpec::Dir(p) => format!("dir:{}", std::path::absolute(&p).unwrap_or(p).display()),
-            other => other.to_string(),
-        };
-        server_args.extend(["--backend".to_string(), spec]);
-    }
-    for c in &global.catalogs {
-        server_args
-            .extend(["--catalog".to_string(), std::path::absolute(c).unwrap_or(c.clone()).display().to_string()]);
-    }
+    // The same backend, catalog and policy this command resolves, as absolute paths: clients
+    // start servers in other folders.
+    let mut server_args = global.settings()?.server_args();
     if let Some(w) = args.workflow {
         server_args.extend(["--workflow".to_string(), w.to_string()]);
     }

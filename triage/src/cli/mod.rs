@@ -44,7 +44,7 @@ pub enum Command {
     Apply(apply::ApplyArgs),
     /// Decide the jobs of a plan that need a person, then write the reviewed plan.
     Review(review::ReviewArgs),
-    /// Show or clear the circuit breakers of agents and backends.
+    /// Show or clear the agents' circuit breakers.
     Circuit(circuit::CircuitArgs),
     /// What the pattern catalog says about some stderr (a file, or `-` for stdin).
     Hints(hints::HintsArgs),

@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::path::Path;
+use triage::model::serde_name;
 
 use anyhow::Context;
 use triage::engine::report;
@@ -67,12 +68,8 @@ pub fn table(plan: &Plan) -> String {
             .cloned()
             .or_else(|| j.proposed.as_ref().map(|p| p.reason.clone()))
             .unwrap_or_default();
-        let status = serde_json::to_value(j.validation.status)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default();
-        let outcome =
-            serde_json::to_value(j.outcome).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+        let status = serde_name(&j.validation.status);
+        let outcome = serde_name(&j.outcome);
         let mut name: String = j.name.chars().take(20).collect();
         if j.outcome == Outcome::NeedsReview {
             name = format!("{name}*");

@@ -2,16 +2,16 @@
 //! plan. Works in a terminal and from piped answers (one answer per line).
 //!
 //! Answers: `a` accept the proposal, `r` retry, `f` fail, `s` skip (leave it for later),
-//! `q` quit (keep the answers so far). A decision made here is marked `source: review`:
-//! `triage apply` then holds it only to the hard rules (state, budget, resources).
+//! `q` quit (keep the answers so far). The engine turns each answer into a reviewed decision
+//! (`triage::engine::review`); this file only asks and saves.
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use triage::engine::{Outcome, Plan, Proposal, REVIEWED, report};
-use triage::model::Action;
+use triage::engine::report;
+use triage::engine::review::{ANSWERS, Answer};
 
 use super::apply::load_plan;
 use super::output;
@@ -35,60 +35,34 @@ pub fn run(args: ReviewArgs) -> anyhow::Result<ExitCode> {
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
     let mut err = std::io::stderr().lock();
-    let pending: Vec<usize> = (0..plan.jobs.len()).filter(|&i| plan.jobs[i].outcome == Outcome::NeedsReview).collect();
+    let pending = plan.awaiting_review();
     writeln!(err, "{} of {} jobs need a decision.", pending.len(), plan.jobs.len())?;
     let mut decided = 0;
     'jobs: for i in pending {
-        let single = Plan { jobs: vec![plan.jobs[i].clone()], ..plan.clone() };
-        let section = report::markdown(&single);
-        let body = section.split("\n## Job").nth(1).map(|s| format!("## Job{s}")).unwrap_or(section);
-        writeln!(err, "\n{}", body.trim_end())?;
+        writeln!(err, "\n{}", report::job_section(&plan, i).trim_end())?;
         loop {
-            write!(err, "\n[a]ccept proposal / [r]etry / [f]ail / [s]kip / [q]uit > ")?;
+            write!(err, "\n{ANSWERS} > ")?;
             err.flush()?;
-            let Some(answer) = lines.next().transpose()? else { break 'jobs };
-            let job = &mut plan.jobs[i];
-            let chosen = match answer.trim().to_ascii_lowercase().as_str() {
-                "a" | "accept" => match &job.proposed {
-                    Some(p) => Some(p.action),
-                    None => {
-                        writeln!(err, "nothing was proposed for this job; answer r or f")?;
-                        continue;
-                    }
-                },
-                "r" | "retry" => Some(Action::Retry),
-                "f" | "fail" => Some(Action::Fail),
-                "s" | "skip" | "" => None,
-                "q" | "quit" => break 'jobs,
-                other => {
-                    writeln!(err, "`{other}` is not an answer; type a, r, f, s or q")?;
+            let Some(line) = lines.next().transpose()? else { break 'jobs };
+            let answer = match line.parse::<Answer>() {
+                Ok(Answer::Quit) => break 'jobs,
+                Ok(a) => a,
+                Err(e) => {
+                    writeln!(err, "{e}")?;
                     continue;
                 }
             };
-            if let Some(action) = chosen {
-                let base = job.proposed.clone();
-                let kept = base.as_ref().filter(|p| p.action == action);
-                job.proposed = Some(Proposal {
-                    action,
-                    reason: format!(
-                        "{reviewer} decided {action} in triage review{}",
-                        kept.map(|p| format!(" (proposal: {})", p.reason)).unwrap_or_default()
-                    ),
-                    source: REVIEWED.into(),
-                    memory: kept.and_then(|p| p.memory.clone()),
-                    runtime: kept.and_then(|p| p.runtime.clone()),
-                    confidence: None,
-                    override_catalog: true,
-                    attempt_id: Some(job.attempt_id),
-                });
-                job.outcome = Outcome::WouldApply;
-                job.notes.push(format!("reviewed by {reviewer}: {action}"));
-                decided += 1;
+            match plan.review(i, answer, &reviewer) {
+                Ok(Some(_)) => decided += 1,
+                Ok(None) => {}
+                Err(e) => {
+                    writeln!(err, "{e}")?;
+                    continue;
+                }
             }
             break;
         }
     }
-    plan.summarize();
     let out = args.out.clone().unwrap_or(args.plan.clone());
     output::save(&plan, &out)?;
     writeln!(err, "{decided} decisions recorded; apply them with `triage apply --plan {}`", out.display())?;

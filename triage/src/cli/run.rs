@@ -6,10 +6,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use triage::agent::AgentKind;
-use triage::backend::BackendSpec;
 use triage::clients::ServerCommand;
 use triage::resilience::CircuitBook;
-use triage::run::RunOptions;
+use triage::run::{RunError, RunOptions};
 
 use super::common::GlobalArgs;
 use super::output;
@@ -47,9 +46,6 @@ pub struct RunArgs {
     /// A prompt template instead of the built-in one ({{workflow_id}}, {{apply_note}}).
     #[arg(long, value_name = "FILE")]
     pub prompt: Option<PathBuf>,
-    /// Policy file (TOML): budgets, exit-code lists, caps, min confidence, resilience.
-    #[arg(long, value_name = "FILE")]
-    pub policy: Option<PathBuf>,
     /// Seed for the retry jitter, so a run can be replayed (default: random, shown in events).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -92,7 +88,8 @@ impl Fallback {
 }
 
 pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
-    let mut engine = global.engine(args.policy.as_deref())?;
+    let settings = global.settings()?;
+    let mut engine = settings.engine()?;
     if let Some(t) = args.agent_timeout {
         anyhow::ensure!(t > 0, "--agent-timeout must be at least 1 second");
         engine.policy.resilience.agent_timeout_secs = t;
@@ -127,7 +124,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         prompt_template,
         work_dir,
         mcp_command: ServerCommand::triage_mcp(std::env::current_exe().ok().as_deref(), vec![]).command,
-        mcp_args: mcp_args(global, args.policy.as_deref())?,
+        mcp_args: settings.server_args(),
         seed,
         max_turns: args.max_turns,
         state_dir,
@@ -138,31 +135,14 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
     let on_event = |e: &triage::engine::RunEvent| progress.event(e);
     let plan = triage::run::run(&engine, &opts, &on_event).await;
     progress.finish();
-    let plan = plan?;
+    let plan = match plan {
+        Ok(plan) => plan,
+        Err(RunError::Interrupted(i)) => {
+            eprintln!("triage: {i}");
+            return Ok(ExitCode::from(u8::try_from(128 + i.number).unwrap_or(1)));
+        }
+        Err(RunError::Backend(e)) => return Err(e.into()),
+    };
     output::emit(&plan, args.json, args.plan_out.as_deref())?;
     Ok(ExitCode::from(plan.exit_code()))
-}
-
-/// The arguments that make the agent's `triage-mcp` see what this run sees.
-fn mcp_args(global: &GlobalArgs, policy: Option<&std::path::Path>) -> anyhow::Result<Vec<String>> {
-    let mut out = Vec::new();
-    let (spec, _) = BackendSpec::resolve(global.backend_flags().spec_flag().as_deref())?;
-    let spec = match spec {
-        BackendSpec::Dir(p) => format!("dir:{}", std::path::absolute(&p).unwrap_or(p).display()),
-        other => other.to_string(),
-    };
-    out.extend(["--backend".to_string(), spec]);
-    if let Some(d) = &global.torc_output_dir {
-        out.extend([
-            "--torc-output-dir".to_string(),
-            std::path::absolute(d).unwrap_or(d.clone()).display().to_string(),
-        ]);
-    }
-    for c in triage::config::catalog_files(&global.catalogs) {
-        out.extend(["--catalog".to_string(), std::path::absolute(&c).unwrap_or(c).display().to_string()]);
-    }
-    if let Some(p) = policy {
-        out.extend(["--policy".to_string(), std::path::absolute(p).unwrap_or(p.to_path_buf()).display().to_string()]);
-    }
-    Ok(out)
 }

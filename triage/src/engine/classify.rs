@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::group::Grouping;
 use super::plan::{Outcome, PlanJob};
-use super::validate::Proposal;
+use super::proposal::Proposal;
 use super::{Engine, Mode};
 use crate::backend::BackendError;
 use crate::model::{Classification, JobStatus};
@@ -34,13 +34,16 @@ pub struct Unmatched {
 }
 
 impl Engine {
-    /// Judge (and in [`Mode::Apply`], apply) each classification. Unknown jobs and signatures
-    /// are reported per classification; a job named twice is judged once (the first wins).
+    /// Judge (and in [`Mode::Apply`], apply) each classification as `agent`'s: whatever the
+    /// caller is called, what comes in here is an agent's proposal ([`Proposal::by_agent`]).
+    /// Each job is read once, validated once on that evidence, and moved under the backend's
+    /// guard. Unknown jobs and signatures are reported per classification; a job named twice
+    /// is judged once (the first wins).
     pub async fn classify(
         &self,
         workflow_id: i64,
         classifications: &[Classification],
-        source: &str,
+        agent: &str,
         mode: Mode,
         who: &str,
     ) -> Result<(Vec<ClassifyResult>, Vec<Unmatched>), BackendError> {
@@ -93,40 +96,34 @@ impl Engine {
             }
         }
         let mut results = Vec::with_capacity(targets.len());
+        // Evidence already gathered for the signatures' groups is reused, not read again.
+        let gathered: std::collections::HashMap<i64, &super::Evidence> =
+            grouping.as_ref().map(|(_, ev)| ev.iter().map(|e| (e.job.id, e)).collect()).unwrap_or_default();
         for (job_id, via, c) in targets {
-            let job = match self.backend.job(workflow_id, job_id).await {
-                Ok(j) => j,
-                Err(BackendError::JobNotFound { .. }) => {
-                    unmatched.push(Unmatched {
-                        index: classifications.iter().position(|x| std::ptr::eq(x, c)).unwrap_or(0),
-                        error: format!(
-                            "job {job_id} is not in workflow {workflow_id}; take job ids from list_pending_failed_jobs"
-                        ),
-                    });
-                    continue;
-                }
-                Err(e) => return Err(e),
+            let ev = match gathered.get(&job_id) {
+                Some(ev) => (*ev).clone(),
+                None => match self.backend.job(workflow_id, job_id).await {
+                    Ok(job) => self.evidence(&info, job).await?,
+                    Err(BackendError::JobNotFound { .. }) => {
+                        unmatched.push(Unmatched {
+                            index: classifications.iter().position(|x| std::ptr::eq(x, c)).unwrap_or(0),
+                            error: format!(
+                                "job {job_id} is not in workflow {workflow_id}; take job ids from list_pending_failed_jobs"
+                            ),
+                        });
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                },
             };
-            let proposal = Proposal {
-                action: c.action,
-                reason: c.reason.clone(),
-                source: source.to_string(),
-                memory: c.memory.clone(),
-                runtime: c.runtime.clone(),
-                confidence: c.confidence,
-                override_catalog: c.override_catalog,
-                attempt_id: c.attempt_id,
-            };
-            let not_pending = job.status != JobStatus::PendingFailed;
-            let ev = self.evidence(&info, job).await?;
-            let mut entry = self.judge(&ev, Some(proposal), false, mode);
-            if not_pending && entry.outcome == Outcome::Skipped {
+            let mut entry = self.judge(&ev, Some(Proposal::by_agent(agent, c)), false, mode);
+            if ev.job.status != JobStatus::PendingFailed && entry.outcome == Outcome::Skipped {
                 entry
                     .notes
                     .push(format!("job {job_id} is not pending_failed; only pending_failed jobs can be classified"));
             }
             if mode == Mode::Apply && entry.outcome == Outcome::WouldApply {
-                entry = self.apply(workflow_id, &entry, who).await;
+                entry = self.execute(workflow_id, &entry, who).await;
             }
             results.push(ClassifyResult { via_signature: via, entry });
         }

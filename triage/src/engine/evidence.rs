@@ -7,9 +7,10 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::backend::{BackendError, JobBackend, LogStream, TailSize};
+use super::tail::read_tail;
+use crate::backend::{BackendError, JobBackend, LogStream};
 use crate::catalog::{Catalog, Hints, ScanContext};
-use crate::logs::{AttemptDiff, Signature, attempt_diff, fingerprint};
+use crate::logs::{AttemptDiff, Signature, TailSize, attempt_diff, fingerprint};
 use crate::model::{Attempt, Job, JobStatus, SchedulerState};
 
 /// Catalog categories that mean the infrastructure, not the job, ended the attempt.
@@ -97,11 +98,9 @@ pub async fn gather(
     tail_lines: usize,
 ) -> Result<Evidence, BackendError> {
     let latest = job.last_attempt().cloned();
+    let lines = TailSize::Lines(tail_lines);
     let (tail, tail_error) = match &latest {
-        Some(a) => match backend
-            .read_log(workflow_id, job.id, Some(a.attempt_id), LogStream::Stderr, TailSize::Lines(tail_lines))
-            .await
-        {
+        Some(a) => match read_tail(backend, workflow_id, job.id, Some(a.attempt_id), LogStream::Stderr, lines).await {
             Ok(t) => (t.text, None),
             Err(e) => (String::new(), Some(e.to_string())),
         },
@@ -112,20 +111,18 @@ pub async fn gather(
     let mut repeat = None;
     let mut previous_infra = false;
     if let Some(prev) = previous
-        && let Ok(t) = backend
-            .read_log(workflow_id, job.id, Some(prev.attempt_id), LogStream::Stderr, TailSize::Lines(tail_lines))
-            .await
+        && let Ok(t) = read_tail(backend, workflow_id, job.id, Some(prev.attempt_id), LogStream::Stderr, lines).await
     {
         let prev_hints = catalog.scan(&t.text, &scan_context(Some(prev)));
         previous_infra = is_infrastructure(Some(prev), &prev_hints);
         repeat = Some(attempt_diff(&t.text, &tail));
     }
     let cause = if is_infrastructure(latest.as_ref(), &hints) { Cause::Infrastructure } else { Cause::Failure };
-    let fp = fingerprint(&tail, latest.as_ref().map(|a| a.return_code));
+    let fp = fingerprint(&tail, latest.as_ref().map(Attempt::exit_status));
     let retries_used = count_retries(&job, latest.as_ref(), previous, cause, previous_infra);
     Ok(Evidence {
         run_id,
-        return_code: latest.as_ref().map(|a| a.return_code),
+        return_code: latest.as_ref().map(Attempt::exit_status),
         scheduler_state: latest.as_ref().and_then(|a| a.scheduler_state),
         signature: fp.signature,
         summary: fp.summary,
@@ -141,7 +138,7 @@ pub async fn gather(
 }
 
 fn scan_context(attempt: Option<&Attempt>) -> ScanContext {
-    ScanContext { exit_code: attempt.map(|a| a.return_code), scheduler_state: attempt.and_then(|a| a.scheduler_state) }
+    attempt.map(ScanContext::from_attempt).unwrap_or_default()
 }
 
 fn previous_attempt<'a>(job: &'a Job, latest: Option<&Attempt>) -> Option<&'a Attempt> {

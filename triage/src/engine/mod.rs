@@ -4,18 +4,29 @@
 //! - [`evidence`] gathers what is known about a pending_failed job (tail, hints, signature,
 //!   attempt history, budget use);
 //! - [`rules`] turns the catalog's verdict into a proposal (no agent needed);
+//! - [`proposal`] is a proposal and its [`Authority`] (agent, rules, a person's review);
 //! - [`validate`] decides whether a proposal may be applied;
+//! - `apply` judges a proposal and makes the guarded move; it also applies a whole plan;
+//! - [`classify`] takes an agent's classifications (the MCP tool);
+//! - [`propose_log`] is the propose-only contract between `triage run` and its agent's server;
+//! - [`review`] turns a person's answers into reviewed decisions;
+//! - `tail` reads an attempt's log (the backend names the file, the logs layer reads it);
 //! - [`plan`] is the document a run produces and `triage apply` consumes;
-//! - [`policy`] holds the budgets, lists, caps and resilience settings.
+//! - [`policy`] holds the budgets, lists, caps (and the resilience settings' table).
 
+mod apply;
 mod cache;
 pub mod classify;
 pub mod evidence;
 pub mod group;
 pub mod plan;
 pub mod policy;
+pub mod proposal;
+pub mod propose_log;
 pub mod report;
+pub mod review;
 pub mod rules;
+mod tail;
 pub mod validate;
 
 #[cfg(test)]
@@ -26,12 +37,14 @@ use std::sync::Arc;
 
 pub use evidence::{Cause, Evidence, RetriesUsed, Upstream};
 pub use plan::{Outcome, PLAN_FORMAT_VERSION, Plan, PlanJob, RunEvent, Summary};
-pub use policy::{Policy, PolicyError, Resilience};
-pub use validate::{Proposal, REVIEWED, Validation, ValidationStatus, validate};
+pub use policy::{Policy, PolicyError};
+pub use proposal::{Authority, Proposal};
+pub use tail::read_tail;
+pub use validate::{Validation, ValidationStatus, validate};
 
-use crate::backend::{AuditEvent, BackendError, Guard, JobBackend, MoveOutcome, WorkflowInfo};
+use crate::backend::{BackendError, JobBackend, WorkflowInfo};
 use crate::catalog::Catalog;
-use crate::model::{Action, Job, JobStatus};
+use crate::model::{Job, JobStatus};
 
 /// Stderr lines read per job by default (as in Torc).
 pub const DEFAULT_TAIL_LINES: usize = 50;
@@ -108,14 +121,14 @@ impl Engine {
 
     /// Resolve the moves an interrupted earlier process left half done (a crash, a server
     /// that died mid-move; see [`JobBackend::recover`]) before applying anything: one
-    /// `recovered` event per job, or a `warning` when recovery itself failed.
+    /// `repaired` event per job, or a `warning` when the check itself failed.
     pub async fn recover(&self, workflow_id: i64) -> Vec<RunEvent> {
         let subject = self.backend.describe();
         match self.backend.recover(workflow_id).await {
             Ok(done) => done
                 .into_iter()
                 .map(|e| {
-                    RunEvent::now("recovered", &subject, format!("job {}: {}", e.job_id.unwrap_or_default(), e.why))
+                    RunEvent::now("repaired", &subject, format!("job {}: {}", e.job_id.unwrap_or_default(), e.why))
                 })
                 .collect(),
             Err(e) => vec![RunEvent::now(
@@ -154,121 +167,4 @@ impl Engine {
         self.cache.put(info.id, &ev, self.tail_lines);
         Ok(ev)
     }
-
-    /// Validate `proposal` (or, with none, fall back to the rules when `rules_fallback`) and
-    /// give the outcome for `mode` without touching the backend. In [`Mode::Apply`] the
-    /// outcome of an applicable job is `WouldApply` until [`Engine::apply`] runs it.
-    pub fn judge(&self, ev: &Evidence, proposal: Option<Proposal>, rules_fallback: bool, mode: Mode) -> PlanJob {
-        let (proposal, why_none) = match proposal {
-            Some(p) => (Some(p), String::new()),
-            None if rules_fallback => match rules::propose(ev, &self.policy) {
-                Ok(p) => (Some(p), String::new()),
-                Err(why) => (None, why),
-            },
-            None => (None, "no agent classified this job".to_string()),
-        };
-        let Some(proposal) = proposal else {
-            let v = Validation {
-                status: ValidationStatus::AgentOnly,
-                messages: vec![format!("no proposal: {why_none}; a person decides")],
-                needs_review: true,
-                stale: false,
-                evidence: ev.hints.evidence.clone(),
-                resources: Default::default(),
-            };
-            return PlanJob::from_evidence(ev, None, v, Outcome::NeedsReview);
-        };
-        let v = validate(ev, &proposal, &self.policy);
-        let outcome = if v.stale {
-            Outcome::Skipped
-        } else if !v.applicable() {
-            Outcome::NeedsReview
-        } else {
-            match mode {
-                Mode::ProposeOnly => Outcome::Recorded,
-                Mode::DryRun | Mode::Apply => Outcome::WouldApply,
-            }
-        };
-        PlanJob::from_evidence(ev, Some(proposal), v, outcome)
-    }
-
-    /// Re-check `entry` against the job's current state and apply it if it still holds.
-    /// Compare-and-set: a job that moved on is `Skipped`, never moved twice.
-    pub async fn apply(&self, workflow_id: i64, entry: &PlanJob, who: &str) -> PlanJob {
-        self.recheck(workflow_id, entry, who, Mode::Apply).await
-    }
-
-    /// [`Engine::apply`], or with [`Mode::DryRun`] every check of it but the move itself.
-    pub async fn recheck(&self, workflow_id: i64, entry: &PlanJob, who: &str, mode: Mode) -> PlanJob {
-        let mut out = entry.clone();
-        let Some(proposal) = entry.proposed.clone() else {
-            out.outcome = Outcome::NeedsReview;
-            return out;
-        };
-        let fresh = async {
-            let info = self.backend.workflow(workflow_id).await?;
-            let job = self.backend.job(workflow_id, entry.job_id).await?;
-            Ok::<_, BackendError>((info, job))
-        };
-        let (info, job) = match fresh.await {
-            Ok(x) => x,
-            Err(e) => return errored(out, e),
-        };
-        if job.status != JobStatus::PendingFailed || job.attempt_id != entry.attempt_id || info.run_id != entry.run_id {
-            out.outcome = Outcome::Skipped;
-            out.notes.push(format!(
-                "moved on since the plan was made: now {} at attempt {} of run {} (the plan saw pending_failed at attempt {} of run {})",
-                job.status, job.attempt_id, info.run_id, entry.attempt_id, entry.run_id
-            ));
-            return out;
-        }
-        let ev = match self.evidence(&info, job).await {
-            Ok(ev) => ev,
-            Err(e) => return errored(out, e),
-        };
-        let mut proposal = proposal;
-        proposal.attempt_id = Some(entry.attempt_id);
-        let v = validate(&ev, &proposal, &self.policy);
-        out.validation = v.clone();
-        if v.stale {
-            out.outcome = Outcome::Skipped;
-            return out;
-        }
-        if !v.applicable() {
-            out.outcome = Outcome::NeedsReview;
-            return out;
-        }
-        if mode != Mode::Apply {
-            out.outcome = Outcome::WouldApply;
-            return out;
-        }
-        let guard = Guard { status: JobStatus::PendingFailed, attempt_id: entry.attempt_id, run_id: entry.run_id };
-        let mut audit = AuditEvent::now(who, proposal.action.as_str(), Some(entry.job_id), proposal.reason.clone());
-        audit.details = serde_json::json!({"source": proposal.source, "validation": v.status});
-        let result = match proposal.action {
-            Action::Retry => {
-                self.backend.retry_job(workflow_id, entry.job_id, &guard, &v.resources.change(), &audit).await
-            }
-            Action::Fail => self.backend.fail_job(workflow_id, entry.job_id, &guard, &audit).await,
-        };
-        match result {
-            Ok(MoveOutcome::Moved { canceled, .. }) => {
-                out.outcome = Outcome::Applied;
-                out.canceled = canceled;
-            }
-            Ok(MoveOutcome::Stale { status, attempt_id, run_id }) => {
-                out.outcome = Outcome::Skipped;
-                out.notes
-                    .push(format!("moved on while applying: now {status} at attempt {attempt_id} of run {run_id}"));
-            }
-            Err(e) => return errored(out, e),
-        }
-        out
-    }
-}
-
-fn errored(mut out: PlanJob, e: BackendError) -> PlanJob {
-    out.outcome = Outcome::Error;
-    out.notes.push(e.to_string());
-    out
 }

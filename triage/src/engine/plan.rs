@@ -9,7 +9,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::evidence::Evidence;
-use super::validate::{Proposal, Validation};
+use super::proposal::Proposal;
+use super::validate::Validation;
 use crate::catalog::HintMatch;
 use crate::model::{SuggestedAction, Verdict};
 
@@ -75,11 +76,11 @@ pub struct PlanJob {
 
 impl PlanJob {
     /// Whether `triage apply` should try this entry: it has a proposal that either passed
-    /// validation (`would_apply`) or was decided by a person in `triage review`.
+    /// validation (`would_apply`) or is a person's decision from `triage review`.
     pub fn awaiting_apply(&self) -> bool {
         match (&self.proposed, self.outcome) {
             (Some(_), Outcome::WouldApply) => true,
-            (Some(p), Outcome::NeedsReview) => p.source == super::validate::REVIEWED,
+            (Some(p), Outcome::NeedsReview) => p.is_reviewed(),
             _ => false,
         }
     }
@@ -121,8 +122,10 @@ impl PlanJob {
 pub struct RunEvent {
     #[schemars(with = "String")]
     pub time: Timestamp,
-    /// `retry`, `fallback`, `degraded`, `circuit_open`, `circuit_half_open`, `circuit_closed`,
-    /// `recovered`, `timeout`, `warning`, ...
+    /// `progress`, `retry`, `fallback`, `degraded`, `circuit_open`, `circuit_half_open`,
+    /// `circuit_closed`, `agent_done` (an agent proposed on its first try), `recovered` (an
+    /// agent proposed after failing, or as a circuit's probe), `repaired` (a move an earlier
+    /// process left half done was completed or undone), `warning`, `error`.
     pub kind: String,
     /// The agent or backend concerned.
     pub subject: String,

@@ -1,5 +1,5 @@
 //! The policy: budgets, exit-code lists, resource caps and growth, confidence threshold, and
-//! the resilience settings of seed 004. A TOML file (`--policy FILE`); every field optional.
+//! the `[resilience]` table (its type lives in [`crate::resilience`]). A TOML file (`--policy FILE`); every field optional.
 //!
 //! ```toml
 //! max_retries_failure = 3          # a job's own failures (its `max_retries` wins)
@@ -31,6 +31,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Memory, Runtime};
+use crate::resilience::Resilience;
 
 /// Rules that decide what may be applied.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -52,21 +53,6 @@ pub struct Policy {
     pub resilience: Resilience,
 }
 
-/// Timeouts, retries and circuit breakers for the agent and the backend (seed 004).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(default, deny_unknown_fields)]
-pub struct Resilience {
-    pub agent_timeout_secs: u64,
-    pub backend_timeout_secs: u64,
-    pub retry_attempts: u32,
-    pub retry_initial_ms: u64,
-    pub retry_multiplier: f64,
-    pub retry_max_ms: u64,
-    pub retry_jitter: f64,
-    pub breaker_failures: u32,
-    pub breaker_cooldown_secs: u64,
-}
-
 impl Default for Policy {
     fn default() -> Self {
         Policy {
@@ -82,22 +68,6 @@ impl Default for Policy {
             allow_overrides: false,
             agent_only_needs_review: false,
             resilience: Resilience::default(),
-        }
-    }
-}
-
-impl Default for Resilience {
-    fn default() -> Self {
-        Resilience {
-            agent_timeout_secs: 600,
-            backend_timeout_secs: 30,
-            retry_attempts: 3,
-            retry_initial_ms: 1000,
-            retry_multiplier: 2.0,
-            retry_max_ms: 30_000,
-            retry_jitter: 0.2,
-            breaker_failures: 3,
-            breaker_cooldown_secs: 1800,
         }
     }
 }
@@ -142,17 +112,7 @@ impl Policy {
         if !(0.0..=1.0).contains(&self.min_confidence) {
             return Err(range("min_confidence", self.min_confidence.to_string(), "must be between 0 and 1"));
         }
-        let r = &self.resilience;
-        if !(0.0..=1.0).contains(&r.retry_jitter) {
-            return Err(range("resilience.retry_jitter", r.retry_jitter.to_string(), "must be between 0 and 1"));
-        }
-        if r.retry_multiplier < 1.0 {
-            return Err(range("resilience.retry_multiplier", r.retry_multiplier.to_string(), "must be at least 1"));
-        }
-        if r.agent_timeout_secs == 0 || r.backend_timeout_secs == 0 {
-            return Err(range("resilience timeouts", "0".into(), "must be at least 1 second"));
-        }
-        Ok(())
+        self.resilience.check().map_err(|(field, value, why)| range(field, value, why))
     }
 
     /// Whether exit code `code` may be retried at all (deny list wins; empty allow list allows).

@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use super::plan::{Outcome, Plan, PlanJob};
+use crate::model::serde_name;
 
 /// The full report: summary, then one section per job, those needing a person first.
 pub fn markdown(plan: &Plan) -> String {
@@ -11,7 +12,7 @@ pub fn markdown(plan: &Plan) -> String {
     let mut jobs: Vec<&PlanJob> = plan.jobs.iter().collect();
     jobs.sort_by_key(|j| (j.outcome != Outcome::NeedsReview, j.job_id));
     for j in jobs {
-        job_section(&mut out, j);
+        write_job(&mut out, j);
     }
     if !plan.events.is_empty() {
         out.push_str("\n## Events\n\n");
@@ -60,15 +61,24 @@ pub fn summary(plan: &Plan) -> String {
             cell(&j.name),
             action,
             cell(&by),
-            plain(&j.validation.status),
-            plain(&j.outcome)
+            serde_name(&j.validation.status),
+            serde_name(&j.outcome)
         );
     }
     out
 }
 
-fn job_section(out: &mut String, j: &PlanJob) {
-    let _ = writeln!(out, "\n## Job {} `{}`: {}\n", j.job_id, cell(&j.name), plain(&j.outcome));
+/// The section of entry `index` alone (what `triage review` shows a person).
+pub fn job_section(plan: &Plan, index: usize) -> String {
+    let mut out = String::new();
+    if let Some(j) = plan.jobs.get(index) {
+        write_job(&mut out, j);
+    }
+    out
+}
+
+fn write_job(out: &mut String, j: &PlanJob) {
+    let _ = writeln!(out, "\n## Job {} `{}`: {}\n", j.job_id, cell(&j.name), serde_name(&j.outcome));
     let _ = writeln!(
         out,
         "- attempt {} of run {}, exit code {}",
@@ -88,14 +98,21 @@ fn job_section(out: &mut String, j: &PlanJob) {
     }
     match &j.proposed {
         Some(p) => {
-            let _ = writeln!(out, "- proposed: **{}** by {}: {}", p.action, cell(&p.source), code_or_text(&p.reason));
+            let _ = writeln!(
+                out,
+                "- proposed: **{}** by {} ({}): {}",
+                p.action,
+                cell(&p.source),
+                p.authority().as_str(),
+                code_or_text(&p.reason)
+            );
             if let Some(c) = p.confidence {
                 let _ = writeln!(out, "- confidence: {c:.2}");
             }
         }
         None => out.push_str("- proposed: nothing\n"),
     }
-    let _ = writeln!(out, "- validation: {}", plain(&j.validation.status));
+    let _ = writeln!(out, "- validation: {}", serde_name(&j.validation.status));
     for m in j.validation.messages.iter().chain(&j.notes) {
         let _ = writeln!(out, "  - {}", one_line(m));
     }
@@ -123,11 +140,6 @@ fn job_section(out: &mut String, j: &PlanJob) {
     if !j.canceled.is_empty() {
         let _ = writeln!(out, "- canceled downstream: {:?}", j.canceled);
     }
-}
-
-/// A serde unit-variant name (`needs_review`).
-fn plain<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }
 
 fn one_line(s: &str) -> String {

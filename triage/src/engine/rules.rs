@@ -8,7 +8,7 @@
 
 use super::evidence::Evidence;
 use super::policy::Policy;
-use super::validate::Proposal;
+use super::proposal::Proposal;
 use crate::model::{SuggestedAction, Verdict};
 
 /// The `source` of the rules' proposals.
@@ -53,14 +53,5 @@ pub fn propose(ev: &Evidence, policy: &Policy) -> Result<Proposal, String> {
         },
         _ => {}
     }
-    Ok(Proposal {
-        action,
-        reason,
-        source: SOURCE.into(),
-        memory,
-        runtime,
-        confidence: None,
-        override_catalog: false,
-        attempt_id: Some(ev.job.attempt_id),
-    })
+    Ok(Proposal::by_rules(action, reason, memory, runtime, ev.job.attempt_id))
 }

@@ -1,8 +1,11 @@
 //! Validation: the one place that decides whether a proposal may be applied.
 //!
 //! Both surfaces (the `triage` CLI and `triage-mcp`) call [`validate`]; nothing else judges.
-//! The proposer (an agent, the rules, a reviewed plan) is untrusted: its reason is data, and
-//! only the evidence, the catalog and the policy decide. The checks, in order:
+//! The proposer (an agent, the rules, a person) is untrusted: its reason is data, and only
+//! the evidence, the catalog and the policy decide. What a proposal may waive depends on its
+//! [`Authority`], which the engine sets from the path it came in on (see [`super::proposal`]):
+//! a person's review waives the catalog and the review triggers, never a hard rule; the rules
+//! are not subject to the prompt-injection trigger (they read no text as instructions). The checks, in order:
 //!
 //! 1. state: the job must still be pending_failed at the attempt the proposer saw (else
 //!    `rejected` + stale: skipped, never moved);
@@ -21,29 +24,10 @@ use serde::{Deserialize, Serialize};
 
 use super::evidence::{Cause, Evidence};
 use super::policy::Policy;
+use super::proposal::{Authority, Proposal};
 use crate::backend::ResourceChange;
 use crate::catalog::HintMatch;
 use crate::model::{Action, JobStatus, Memory, Runtime, Verdict};
-
-/// A proposal for one job, from whoever proposed it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Proposal {
-    pub action: Action,
-    pub reason: String,
-    /// Who proposed it: an agent's name (`claude`, `command`, ...), `rules`, or `plan`.
-    pub source: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub runtime: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub confidence: Option<f64>,
-    #[serde(default, rename = "override", skip_serializing_if = "std::ops::Not::not")]
-    pub override_catalog: bool,
-    /// The attempt the proposer looked at, if it said.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attempt_id: Option<u32>,
-}
 
 /// The validation verdict, in the vocabulary of DESIGN.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -114,16 +98,13 @@ impl Validation {
     }
 }
 
-/// The `source` of a proposal a person made or confirmed in `triage review`: a person has
-/// already weighed the catalog, so only the hard rules apply to it.
-pub const REVIEWED: &str = "review";
-
 /// The catalog category of text in a log that addresses an AI agent (prompt injection).
 const ADDRESSED_TO_AGENT: &str = "addressed_to_agent";
 
 /// Validate `proposal` for the job described by `ev` under `policy`.
 pub fn validate(ev: &Evidence, proposal: &Proposal, policy: &Policy) -> Validation {
-    let reviewed = proposal.source == REVIEWED;
+    // A person in `triage review` has weighed the catalog: only the hard rules apply.
+    let reviewed = proposal.is_reviewed();
     let mut v = Validation {
         status: ValidationStatus::Accepted,
         messages: Vec::new(),
@@ -213,8 +194,7 @@ pub fn validate(ev: &Evidence, proposal: &Proposal, policy: &Policy) -> Validati
             v.messages.push(format!("confidence {c} is below the policy minimum {}", policy.min_confidence));
         }
     }
-    if !reviewed
-        && proposal.source != super::rules::SOURCE
+    if proposal.authority() == Authority::Agent
         && let Some(m) = ev.hints.matches.iter().find(|m| m.category == ADDRESSED_TO_AGENT)
     {
         v.needs_review = true;

@@ -1,7 +1,8 @@
 //! The logs knowledge: what a failed job's stderr says, cheaply and comparably.
 //!
 //! - [`tail`](tail_lines): the last lines or bytes of a log file, read backwards from the end,
-//!   so the cost is the tail's, not the file's (a 1 GiB stderr costs one block).
+//!   so the cost is the tail's, not the file's (a 1 GiB stderr costs one block);
+//!   [`LogTail::read`] does it for the file a backend names for an attempt.
 //! - [`signature`]: a stable fingerprint of a stderr tail with the noise (times, ranks, hosts,
 //!   ids, per-job paths) folded away, so the thousands of jobs that died the same way form one
 //!   group, and the agent explains each cause once.
@@ -12,11 +13,13 @@
 
 mod backward;
 mod diff;
+mod log_tail;
 mod normalize;
 mod signature;
 mod tail;
 
 pub use diff::{AttemptDiff, attempt_diff};
+pub use log_tail::{LogTail, TailSize};
 pub use normalize::normalize_line;
 pub use signature::{
     Fingerprint, Signature, SignatureError, fingerprint, signature, signature_summary, signature_with,

@@ -120,6 +120,19 @@ pub struct Attempt {
     pub stderr: Option<String>,
 }
 
+impl Attempt {
+    /// The exit status as a shell reports it: 128+N when the record says signal N killed the
+    /// process (whatever `return_code` says then: runtimes report -N or 0), else
+    /// `return_code`. The catalog's exit-code entries and the policy's exit-code lists both
+    /// read this, so they agree.
+    pub fn exit_status(&self) -> i64 {
+        match self.signal {
+            Some(sig) if sig > 0 => 128 + i64::from(sig),
+            _ => self.return_code,
+        }
+    }
+}
+
 /// A batch scheduler's verdict on an attempt (Slurm's job state names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -314,5 +327,23 @@ mod tests {
         assert_eq!("node_fail".parse::<SchedulerState>().unwrap(), SchedulerState::NodeFail);
         assert_eq!("OOM".parse::<SchedulerState>().unwrap(), SchedulerState::OutOfMemory);
         assert!("LUNCH".parse::<SchedulerState>().unwrap_err().to_string().contains("PREEMPTED"));
+    }
+}
+
+/// Which output stream of an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LogStream {
+    #[default]
+    Stderr,
+    Stdout,
+}
+
+impl LogStream {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogStream::Stderr => "stderr",
+            LogStream::Stdout => "stdout",
+        }
     }
 }

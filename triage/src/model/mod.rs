@@ -5,10 +5,12 @@
 
 mod classification;
 mod job;
+mod names;
 mod resources;
 mod status;
 
 pub use classification::{Action, Classification, EntryClass, Strategy, SuggestedAction, Verdict};
-pub use job::{Attempt, Job, Resources, STORE_FORMAT, SchedulerState, UnknownSchedulerState, Workflow};
+pub use job::{Attempt, Job, LogStream, Resources, STORE_FORMAT, SchedulerState, UnknownSchedulerState, Workflow};
+pub use names::serde_name;
 pub use resources::{Memory, ResourceError, Runtime};
 pub use status::{JobStatus, UnknownStatus};

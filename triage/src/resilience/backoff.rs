@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::engine::Resilience;
+use super::Resilience;
 
 /// Delays between attempts: `initial × multiplier^n`, capped, each scaled by a factor drawn
 /// uniformly from `1 ± jitter` by a generator seeded with `seed`.

@@ -1,4 +1,4 @@
-//! Circuit breakers, one per agent and per backend URL, persisted in the state directory
+//! Circuit breakers, one per agent (`claude`, `command`, ...), persisted in the state directory
 //! (`TRIAGE_STATE_DIR`, else `$XDG_STATE_HOME/triage`, else `~/.local/state/triage`).
 //!
 //! Closed: calls go through; `failures` consecutive failed runs open it. Open: calls are

@@ -7,6 +7,7 @@ use backon::Retryable;
 
 use super::RunOptions;
 use crate::agent::{AgentFailure, AgentKind, AgentSetup, clis};
+use crate::engine::propose_log::ReadBack;
 use crate::engine::{Engine, Evidence, Proposal, RunEvent};
 use crate::prompts;
 use crate::resilience::{Backoff, BreakerState, CircuitBook, Decision};
@@ -29,12 +30,23 @@ impl AgentChoice {
     }
 }
 
+/// Triage got a signal while an agent ran: the agent's process group is gone; stop the run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{signal} received: stopped the agent `{agent}` (its whole process group); nothing was applied")]
+pub struct Interrupted {
+    pub signal: String,
+    /// The signal's number (the process exits with 128 + it).
+    pub number: i32,
+    pub agent: String,
+}
+
+/// Walk the chain until an agent proposes, the rules take over, or it runs out.
 pub async fn choose(
     engine: &Engine,
     opts: &RunOptions,
     evidence: &[Evidence],
     emit: &mut impl FnMut(RunEvent),
-) -> AgentChoice {
+) -> Result<AgentChoice, Interrupted> {
     let rules_in_chain = opts.chain.contains(&AgentKind::Rules);
     let book = CircuitBook::new(
         &opts.state_dir,
@@ -68,14 +80,18 @@ pub async fn choose(
                 .iter()
                 .filter_map(|ev| crate::engine::rules::propose(ev, &engine.policy).ok().map(|p| (ev.job.id, p)))
                 .collect();
-            return AgentChoice { agent: "rules".into(), proposals, rules_fallback: true, outputs };
+            return Ok(AgentChoice { agent: "rules".into(), proposals, rules_fallback: true, outputs });
         }
         let name = kind.as_str().to_string();
         let use_breaker = !opts.resilience_off;
+        let mut probing = false;
         if use_breaker {
             match book.check(&name) {
                 Ok(Decision::Allow) => {}
-                Ok(Decision::Probe) => emit(RunEvent::now("circuit_half_open", &name, "cooldown over: one probe run")),
+                Ok(Decision::Probe) => {
+                    probing = true;
+                    emit(RunEvent::now("circuit_half_open", &name, "cooldown over: one probe run"));
+                }
                 Ok(Decision::Refuse { until, last_error }) => {
                     emit(RunEvent::now(
                         "circuit_open",
@@ -92,12 +108,32 @@ pub async fn choose(
         }
         let result = attempt_with_retries(engine, opts, kind, emit, &mut outputs).await;
         match result {
-            Ok(proposals) => {
+            Ok((back, tries)) => {
                 if use_breaker && let Ok(Some(from)) = book.record_success(&name) {
                     emit(RunEvent::now("circuit_closed", &name, format!("recovered (was {})", state_name(from))));
                 }
-                emit(RunEvent::now("recovered", &name, format!("{} proposals", proposals.len())));
-                return AgentChoice { agent: name, proposals, rules_fallback: rules_in_chain, outputs };
+                // `recovered` only when the agent worked after failing; `agent_done` otherwise.
+                let kind = if tries > 1 || probing { "recovered" } else { "agent_done" };
+                emit(RunEvent::now(kind, &name, format!("{} proposals", back.proposals.len())));
+                if back.unreadable > 0 {
+                    emit(RunEvent::now(
+                        "warning",
+                        &name,
+                        format!(
+                            "{} lines of the propose-only log were not proposal records of this workflow; ignored",
+                            back.unreadable
+                        ),
+                    ));
+                }
+                return Ok(AgentChoice {
+                    agent: name,
+                    proposals: back.proposals,
+                    rules_fallback: rules_in_chain,
+                    outputs,
+                });
+            }
+            Err(AgentFailure::Interrupted { name: signal, number }) => {
+                return Err(Interrupted { signal, number, agent: name });
             }
             Err(failure) => {
                 if use_breaker && let Ok(Some(BreakerState::Open)) = book.record_failure(&name, &failure.to_string()) {
@@ -115,7 +151,7 @@ pub async fn choose(
             }
         }
     }
-    AgentChoice { agent: "none".into(), proposals: BTreeMap::new(), rules_fallback: false, outputs }
+    Ok(AgentChoice { agent: "none".into(), proposals: BTreeMap::new(), rules_fallback: false, outputs })
 }
 
 async fn attempt_with_retries(
@@ -124,7 +160,7 @@ async fn attempt_with_retries(
     kind: AgentKind,
     emit: &mut impl FnMut(RunEvent),
     outputs: &mut Vec<String>,
-) -> Result<BTreeMap<i64, Proposal>, AgentFailure> {
+) -> Result<(ReadBack, u32), AgentFailure> {
     let r = &engine.policy.resilience;
     let backoff = if opts.resilience_off { Backoff::none() } else { Backoff::new(r, opts.seed) };
     let attempt = std::sync::atomic::AtomicU32::new(0);
@@ -147,6 +183,7 @@ async fn attempt_with_retries(
         emit(e);
     }
     let n = attempt.load(std::sync::atomic::Ordering::SeqCst);
+    let result = result.map(|back| (back, n));
     for i in 1..=n {
         for ext in ["stdout", "stderr"] {
             let p = opts.work_dir.join(format!("{name}-{i}.{ext}"));
@@ -159,12 +196,7 @@ async fn attempt_with_retries(
 }
 
 /// One agent run: write its files, spawn it, judge its output, read its proposals.
-async fn once(
-    engine: &Engine,
-    opts: &RunOptions,
-    kind: AgentKind,
-    n: u32,
-) -> Result<BTreeMap<i64, Proposal>, AgentFailure> {
+async fn once(engine: &Engine, opts: &RunOptions, kind: AgentKind, n: u32) -> Result<ReadBack, AgentFailure> {
     let name = kind.as_str();
     let mcp = std::path::Path::new(&opts.mcp_command);
     let found = if mcp.components().count() > 1 {

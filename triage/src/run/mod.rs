@@ -11,10 +11,19 @@ mod chain;
 
 use std::path::PathBuf;
 
-pub use chain::AgentChoice;
+pub use chain::{AgentChoice, Interrupted};
 
 use crate::agent::AgentKind;
 use crate::backend::BackendError;
+
+/// Why a run stopped without a plan.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error(transparent)]
+    Interrupted(#[from] Interrupted),
+}
 use crate::engine::{Engine, Mode, Outcome, PLAN_FORMAT_VERSION, Plan, RunEvent};
 
 /// Everything `triage run` was asked to do.
@@ -41,11 +50,7 @@ pub struct RunOptions {
 }
 
 /// Run the whole job; `on_event` sees each event as it happens (for progress display).
-pub async fn run(
-    engine: &Engine,
-    opts: &RunOptions,
-    on_event: &(dyn Fn(&RunEvent) + Sync),
-) -> Result<Plan, BackendError> {
+pub async fn run(engine: &Engine, opts: &RunOptions, on_event: &(dyn Fn(&RunEvent) + Sync)) -> Result<Plan, RunError> {
     let mut events = Vec::new();
     let mut emit = |e: RunEvent| {
         on_event(&e);
@@ -77,7 +82,7 @@ pub async fn run(
     let choice = if evidence.is_empty() {
         AgentChoice::nobody()
     } else {
-        chain::choose(engine, opts, &evidence, &mut emit).await
+        chain::choose(engine, opts, &evidence, &mut emit).await?
     };
     for id in choice.proposals.keys() {
         if !evidence.iter().any(|e| e.job.id == *id) {
@@ -89,6 +94,10 @@ pub async fn run(
         }
     }
 
+    // The authoritative validation: each proposal judged once, on the evidence gathered
+    // above (what the agent was shown), then moved under the backend's guard, which skips a
+    // job that moved on while the agent ran. The agent's server validated too, but only to
+    // tell the agent; nothing it recorded decides here.
     let mode = if opts.dry_run { Mode::DryRun } else { Mode::Apply };
     let who = format!("triage run ({})", choice.agent);
     let mut jobs = Vec::with_capacity(evidence.len());
@@ -96,7 +105,7 @@ pub async fn run(
         let proposal = choice.proposals.get(&ev.job.id).cloned();
         let mut entry = engine.judge(ev, proposal, choice.rules_fallback, mode);
         if mode == Mode::Apply && entry.outcome == Outcome::WouldApply {
-            entry = engine.apply(opts.workflow_id, &entry, &who).await;
+            entry = engine.execute(opts.workflow_id, &entry, &who).await;
         }
         jobs.push(entry);
     }

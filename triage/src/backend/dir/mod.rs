@@ -16,8 +16,8 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 
 use super::{
-    AuditEvent, BackendError, Guard, JobBackend, JobPage, LogStream, LogTail, MoveOutcome, PageRequest, ResourceChange,
-    TailSize, WorkflowInfo,
+    AuditEvent, BackendError, Guard, JobBackend, JobPage, LogFile, LogStream, MoveOutcome, PageRequest, ResourceChange,
+    WorkflowInfo,
 };
 use crate::model::{Job, JobStatus, Workflow};
 use store::Folder;
@@ -124,11 +124,21 @@ impl DirBackend {
                 let mut ev = audit.clone();
                 ev.job_id = Some(job_id);
                 let after = wf.job(job_id).map(|j| j.resources.clone());
-                ev.details = serde_json::json!({
-                    "from": {"status": from, "attempt_id": from_attempt, "resources": res},
-                    "to": {"status": status, "attempt_id": attempt_id, "resources": after},
-                    "canceled": canceled,
-                });
+                // The caller's details (who proposed, validation) plus what changed.
+                let mut details = match std::mem::take(&mut ev.details) {
+                    serde_json::Value::Object(m) => m,
+                    _ => serde_json::Map::new(),
+                };
+                details.insert(
+                    "from".into(),
+                    serde_json::json!({"status": from, "attempt_id": from_attempt, "resources": res}),
+                );
+                details.insert(
+                    "to".into(),
+                    serde_json::json!({"status": status, "attempt_id": attempt_id, "resources": after}),
+                );
+                details.insert("canceled".into(), serde_json::json!(canceled));
+                ev.details = serde_json::Value::Object(details);
                 events.push(ev);
                 for c in canceled {
                     events.push(AuditEvent::now(
@@ -215,14 +225,13 @@ impl JobBackend for DirBackend {
         wf.job(job_id).cloned().ok_or(BackendError::JobNotFound { workflow_id, job_id })
     }
 
-    async fn read_log(
+    async fn log_file(
         &self,
         workflow_id: i64,
         job_id: i64,
         attempt: Option<u32>,
         stream: LogStream,
-        size: TailSize,
-    ) -> Result<LogTail, BackendError> {
+    ) -> Result<LogFile, BackendError> {
         let wf = self.load(workflow_id)?;
         let job = wf.job(job_id).ok_or(BackendError::JobNotFound { workflow_id, job_id })?;
         let record = match attempt {
@@ -245,9 +254,7 @@ impl JobBackend for DirBackend {
             why: format!("the attempt record has no `{}` path", stream.as_str()),
         })?;
         let path = self.folder(workflow_id)?.resolve_log(job_id, rel)?;
-        LogTail::read(&path, rel.to_string(), job_id, record.attempt_id, stream, size).map_err(|e| {
-            BackendError::LogMissing { job_id, attempt: record.attempt_id, stream: stream.as_str(), why: e.to_string() }
-        })
+        Ok(LogFile { job_id, attempt_id: record.attempt_id, stream, path, shown: rel.to_string(), hint: None })
     }
 
     async fn retry_job(

@@ -9,14 +9,14 @@
 //! waited for a decision, which is what the retry budget counts; `job()`, which the engine
 //! calls again before every move, carries every attempt of every run.
 //!
-//! Logs are files, not requests: `read_log` needs the run an attempt belonged to, which the
+//! Logs are files, not requests: `log_file` needs the run an attempt belonged to, which the
 //! listing has just seen, so the backend remembers `(workflow, job) -> [(attempt, run)]` and
 //! asks Torc (one request) only for a job it has not listed.
 
 use super::TorcBackend;
 use super::convert::{Tables, small, stdio_path};
 use super::wire::{Page, TORC_MAX_PAGE, TorcEdge, TorcJob, TorcResources, TorcResult, TorcWorkflow};
-use crate::backend::{BackendError, JobPage, LogStream, LogTail, PageRequest, TailSize};
+use crate::backend::{BackendError, JobPage, LogFile, LogStream, PageRequest};
 use crate::model::{Job, JobStatus};
 
 /// Remembered attempts beyond this many jobs are forgotten (memory stays bounded).
@@ -188,14 +188,13 @@ impl TorcBackend {
         self.runs.lock().ok()?.get(&(workflow_id, job_id)).cloned()
     }
 
-    pub(super) async fn read_log_impl(
+    pub(super) async fn log_file_impl(
         &self,
         workflow_id: i64,
         job_id: i64,
         attempt: Option<u32>,
         stream: LogStream,
-        size: TailSize,
-    ) -> Result<LogTail, BackendError> {
+    ) -> Result<LogFile, BackendError> {
         let pick = |known: &[(u32, u32)]| -> Option<(u32, u32)> {
             match attempt {
                 Some(n) => known.iter().filter(|(a, _)| *a == n).max_by_key(|(_, r)| *r).copied(),
@@ -230,18 +229,10 @@ impl TorcBackend {
         let (attempt_id, run_id) = found.unwrap_or_default();
         let path = stdio_path(&self.output_dir, workflow_id, job_id, i64::from(run_id), i64::from(attempt_id), stream);
         let shown = path.display().to_string();
-        let out_dir = self.output_dir.display().to_string();
-        let tail = tokio::task::spawn_blocking(move || LogTail::read(&path, shown, job_id, attempt_id, stream, size))
-            .await
-            .map_err(|e| BackendError::Internal(format!("log reader task failed: {e}")))?
-            .map_err(|e| BackendError::LogMissing {
-                job_id,
-                attempt: attempt_id,
-                stream: stream.as_str(),
-                why: format!(
-                    "{e}; Torc's runner writes it under its output directory (`torc run -o DIR`): pass the same DIR as --torc-output-dir or TORC_OUTPUT_DIR (now {out_dir})"
-                ),
-            })?;
-        Ok(tail)
+        let hint = format!(
+            "Torc's runner writes it under its output directory (`torc run -o DIR`): pass the same DIR as --torc-output-dir or TORC_OUTPUT_DIR (now {})",
+            self.output_dir.display()
+        );
+        Ok(LogFile { job_id, attempt_id, stream, path, shown, hint: Some(hint) })
     }
 }

@@ -71,8 +71,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{
-    AuditEvent, BackendError, Guard, JobBackend, JobPage, LogStream, LogTail, MoveOutcome, PageRequest, ResourceChange,
-    TailSize, WorkflowInfo,
+    AuditEvent, BackendError, Guard, JobBackend, JobPage, LogFile, LogStream, MoveOutcome, PageRequest, ResourceChange,
+    WorkflowInfo,
 };
 use crate::model::{Job, JobStatus};
 use crate::resilience::Backoff;
@@ -109,7 +109,7 @@ impl Default for TorcOptions {
 pub struct TorcBackend {
     client: Client,
     output_dir: PathBuf,
-    /// `(workflow, job) -> [(attempt, run)]` seen by the last listing, for `read_log`.
+    /// `(workflow, job) -> [(attempt, run)]` seen by the last listing, for `log_file`.
     runs: Mutex<AttemptRuns>,
     owner: Owner,
 }
@@ -159,15 +159,14 @@ impl JobBackend for TorcBackend {
         Ok(self.one_job(workflow_id, job_id).await?.1)
     }
 
-    async fn read_log(
+    async fn log_file(
         &self,
         workflow_id: i64,
         job_id: i64,
         attempt: Option<u32>,
         stream: LogStream,
-        size: TailSize,
-    ) -> Result<LogTail, BackendError> {
-        self.read_log_impl(workflow_id, job_id, attempt, stream, size).await
+    ) -> Result<LogFile, BackendError> {
+        self.log_file_impl(workflow_id, job_id, attempt, stream).await
     }
 
     async fn retry_job(

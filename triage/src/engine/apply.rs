@@ -1,0 +1,189 @@
+//! From a validated proposal to a moved job: judging, the guarded move, and applying a plan.
+//!
+//! A move is validated once, on evidence read once, and then made with the backend's
+//! compare-and-set guard (status, attempt, run as the evidence saw them): a job that moved on
+//! in between is `skipped`, never moved twice. Where the evidence was read decides who reads
+//! it:
+//! - `triage run` and the MCP tool judge on the evidence they just gathered and move at once
+//!   ([`Engine::judge`] then [`Engine::execute`]);
+//! - `triage apply` holds a plan that may be hours old: for each entry it reads the job once,
+//!   skips it if it moved on, else gathers fresh evidence, validates under the current policy
+//!   and moves ([`Engine::apply_plan`]).
+
+use super::plan::{Outcome, Plan, PlanJob, RunEvent};
+use super::proposal::Proposal;
+use super::rules;
+use super::validate::{Validation, ValidationStatus, validate};
+use super::{Engine, Evidence, Mode};
+use crate::backend::{AuditEvent, BackendError, Guard, MoveOutcome};
+use crate::model::{Action, JobStatus};
+
+impl Engine {
+    /// Validate `proposal` (or, with none, fall back to the rules when `rules_fallback`) and
+    /// give the outcome for `mode` without touching the backend. In [`Mode::Apply`] the
+    /// outcome of an applicable job is `WouldApply` until [`Engine::execute`] runs it.
+    pub fn judge(&self, ev: &Evidence, proposal: Option<Proposal>, rules_fallback: bool, mode: Mode) -> PlanJob {
+        let (proposal, why_none) = match proposal {
+            Some(p) => (Some(p), String::new()),
+            None if rules_fallback => match rules::propose(ev, &self.policy) {
+                Ok(p) => (Some(p), String::new()),
+                Err(why) => (None, why),
+            },
+            None => (None, "no agent classified this job".to_string()),
+        };
+        let Some(proposal) = proposal else {
+            let v = Validation {
+                status: ValidationStatus::AgentOnly,
+                messages: vec![format!("no proposal: {why_none}; a person decides")],
+                needs_review: true,
+                stale: false,
+                evidence: ev.hints.evidence.clone(),
+                resources: Default::default(),
+            };
+            return PlanJob::from_evidence(ev, None, v, Outcome::NeedsReview);
+        };
+        let v = validate(ev, &proposal, &self.policy);
+        let outcome = if v.stale {
+            Outcome::Skipped
+        } else if !v.applicable() {
+            Outcome::NeedsReview
+        } else {
+            match mode {
+                Mode::ProposeOnly => Outcome::Recorded,
+                Mode::DryRun | Mode::Apply => Outcome::WouldApply,
+            }
+        };
+        PlanJob::from_evidence(ev, Some(proposal), v, outcome)
+    }
+
+    /// Make the move `entry` describes, guarded by the state it was judged against. Call it
+    /// only for an entry [`Engine::judge`] (or [`Engine::apply_plan`]) found applicable: it
+    /// does not validate again.
+    pub async fn execute(&self, workflow_id: i64, entry: &PlanJob, who: &str) -> PlanJob {
+        let mut out = entry.clone();
+        let Some(proposal) = &entry.proposed else {
+            out.outcome = Outcome::NeedsReview;
+            return out;
+        };
+        let guard = Guard { status: JobStatus::PendingFailed, attempt_id: entry.attempt_id, run_id: entry.run_id };
+        let mut audit = AuditEvent::now(who, proposal.action.as_str(), Some(entry.job_id), proposal.reason.clone());
+        audit.details = serde_json::json!({
+            "source": proposal.source,
+            "authority": proposal.authority(),
+            "validation": entry.validation.status,
+        });
+        let result = match proposal.action {
+            Action::Retry => {
+                let change = entry.validation.resources.change();
+                self.backend.retry_job(workflow_id, entry.job_id, &guard, &change, &audit).await
+            }
+            Action::Fail => self.backend.fail_job(workflow_id, entry.job_id, &guard, &audit).await,
+        };
+        match result {
+            Ok(MoveOutcome::Moved { canceled, .. }) => {
+                out.outcome = Outcome::Applied;
+                out.canceled = canceled;
+            }
+            Ok(MoveOutcome::Stale { status, attempt_id, run_id }) => {
+                out.outcome = Outcome::Skipped;
+                out.notes
+                    .push(format!("moved on while applying: now {status} at attempt {attempt_id} of run {run_id}"));
+            }
+            Err(e) => return errored(out, e),
+        }
+        out
+    }
+
+    /// Re-check a plan entry against the job as it is now: skipped if it moved on, else
+    /// validated on fresh evidence under the current policy, and with [`Mode::Apply`] moved.
+    pub async fn recheck(&self, workflow_id: i64, entry: &PlanJob, who: &str, mode: Mode) -> PlanJob {
+        let mut out = entry.clone();
+        let Some(proposal) = entry.proposed.clone() else {
+            out.outcome = Outcome::NeedsReview;
+            return out;
+        };
+        let job = match self.backend.job(workflow_id, entry.job_id).await {
+            Ok(job) => job,
+            Err(e) => return errored(out, e),
+        };
+        if job.status != JobStatus::PendingFailed || job.attempt_id != entry.attempt_id {
+            out.outcome = Outcome::Skipped;
+            out.notes.push(format!(
+                "moved on since the plan was made: now {} at attempt {} (the plan saw pending_failed at attempt {} of run {})",
+                job.status, job.attempt_id, entry.attempt_id, entry.run_id
+            ));
+            return out;
+        }
+        let info = match self.backend.workflow(workflow_id).await {
+            Ok(info) => info,
+            Err(e) => return errored(out, e),
+        };
+        let ev = match self.evidence(&info, job).await {
+            Ok(ev) => ev,
+            Err(e) => return errored(out, e),
+        };
+        let mut proposal = proposal;
+        proposal.attempt_id = Some(entry.attempt_id);
+        let v = validate(&ev, &proposal, &self.policy);
+        out.validation = v.clone();
+        if info.run_id != entry.run_id || v.stale {
+            out.outcome = Outcome::Skipped;
+            if info.run_id != entry.run_id {
+                out.notes.push(format!(
+                    "the workflow was restarted since the plan was made (run {} now, the plan saw run {})",
+                    info.run_id, entry.run_id
+                ));
+            }
+            return out;
+        }
+        if !v.applicable() {
+            out.outcome = Outcome::NeedsReview;
+            return out;
+        }
+        match mode {
+            Mode::Apply => self.execute(workflow_id, &out, who).await,
+            Mode::DryRun | Mode::ProposeOnly => {
+                out.outcome = Outcome::WouldApply;
+                out
+            }
+        }
+    }
+
+    /// Apply a plan (a person's, from `triage run --plan-out`, maybe reviewed): every entry
+    /// awaiting apply is re-checked and, with [`Mode::Apply`], moved. Interrupted moves of an
+    /// earlier process are resolved first. `on_event` sees progress and errors as they
+    /// happen. Running the same plan twice changes nothing the second time.
+    pub async fn apply_plan(&self, plan: &mut Plan, mode: Mode, who: &str, on_event: &(dyn Fn(&RunEvent) + Sync)) {
+        let mut events = Vec::new();
+        let mut emit = |e: RunEvent| {
+            on_event(&e);
+            events.push(e);
+        };
+        if mode == Mode::Apply {
+            for e in self.recover(plan.workflow_id).await {
+                emit(e);
+            }
+        }
+        let subject = self.backend.describe();
+        for i in 0..plan.jobs.len() {
+            if !plan.jobs[i].awaiting_apply() {
+                continue;
+            }
+            emit(RunEvent::now("progress", "triage", format!("job {}", plan.jobs[i].job_id)));
+            let updated = self.recheck(plan.workflow_id, &plan.jobs[i], who, mode).await;
+            if updated.outcome == Outcome::Error {
+                emit(RunEvent::now("error", &subject, format!("job {}: {}", updated.job_id, updated.notes.join("; "))));
+            }
+            plan.jobs[i] = updated;
+        }
+        plan.dry_run = mode != Mode::Apply;
+        plan.events.extend(events.into_iter().filter(|e| e.kind != "progress"));
+        plan.summarize();
+    }
+}
+
+fn errored(mut out: PlanJob, e: BackendError) -> PlanJob {
+    out.outcome = Outcome::Error;
+    out.notes.push(e.to_string());
+    out
+}
