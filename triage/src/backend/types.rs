@@ -51,6 +51,15 @@ impl Guard {
     pub fn pending_failed(job: &Job, run_id: u32) -> Guard {
         Guard { status: JobStatus::PendingFailed, attempt_id: job.attempt_id, run_id }
     }
+
+    /// The one guard check: whether a job now at (`status`, `attempt_id`, `run_id`) is still
+    /// as the caller saw it, and still pending_failed (only those jobs move).
+    pub fn holds(&self, status: JobStatus, attempt_id: u32, run_id: u32) -> bool {
+        self.status == JobStatus::PendingFailed
+            && status == self.status
+            && attempt_id == self.attempt_id
+            && run_id == self.run_id
+    }
 }
 
 /// New resources for a retry; `None` keeps the current value.

@@ -26,10 +26,11 @@ pub struct RunArgs {
     /// gemini, command (with --agent-cmd), rules (the catalog alone).
     #[arg(long, value_enum, default_value = "auto")]
     pub agent: AgentKind,
-    /// Agents to try, in order, when the agent fails (comma-separated; `rules` is the catalog;
-    /// `none`: no fallback, every job the agent could not handle needs a person).
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "rules")]
-    pub fallback: Vec<Fallback>,
+    /// Agents to try, in order, when the agent fails, comma-separated: auto, claude, copilot,
+    /// codex, gemini, command, rules (the catalog), or none (no fallback: every job the agent
+    /// could not handle needs a person).
+    #[arg(long, value_delimiter = ',', default_value = "rules", value_parser = fallback)]
+    pub fallback: Vec<Option<AgentKind>>,
     /// The command for `--agent command`, run through the shell with TRIAGE_MCP_CONFIG,
     /// TRIAGE_PROMPT_FILE and TRIAGE_WORKFLOW_ID set.
     #[arg(long, value_name = "CMD")]
@@ -58,33 +59,16 @@ pub struct RunArgs {
     pub plan_out: Option<PathBuf>,
 }
 
-/// One entry of `--fallback`: an agent, or `none`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Fallback {
-    Auto,
-    Claude,
-    Copilot,
-    Codex,
-    Gemini,
-    Command,
-    Rules,
-    /// No fallback: when the agent fails, the jobs need a person.
-    None,
-}
-
-impl Fallback {
-    fn agent(self) -> Option<AgentKind> {
-        Some(match self {
-            Fallback::Auto => AgentKind::Auto,
-            Fallback::Claude => AgentKind::Claude,
-            Fallback::Copilot => AgentKind::Copilot,
-            Fallback::Codex => AgentKind::Codex,
-            Fallback::Gemini => AgentKind::Gemini,
-            Fallback::Command => AgentKind::Command,
-            Fallback::Rules => AgentKind::Rules,
-            Fallback::None => return None,
-        })
+/// One entry of `--fallback`: an agent (`None` for `none`: no fallback at all).
+fn fallback(text: &str) -> Result<Option<AgentKind>, String> {
+    use clap::ValueEnum;
+    if text.eq_ignore_ascii_case("none") {
+        return Ok(None);
     }
+    AgentKind::from_str(text, true).map(Some).map_err(|_| {
+        let names: Vec<&str> = AgentKind::value_variants().iter().map(|k| k.as_str()).collect();
+        format!("`{text}` is not an agent; give one of {}, or none", names.join(", "))
+    })
 }
 
 pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -110,11 +94,11 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         Some(p) => p.with_extension("agent"),
         None => state_dir.join("runs").join(format!("wf{}-{stamp}", args.workflow)),
     };
-    if args.fallback.contains(&Fallback::None) && args.fallback.len() > 1 {
+    if args.fallback.contains(&None) && args.fallback.len() > 1 {
         anyhow::bail!("--fallback none means no fallback at all; give it alone, or list the agents to fall back to");
     }
     let mut chain = vec![args.agent];
-    chain.extend(args.fallback.iter().filter_map(|f| f.agent()).filter(|k| *k != args.agent));
+    chain.extend(args.fallback.iter().flatten().copied().filter(|k| *k != args.agent));
     let opts = RunOptions {
         workflow_id: args.workflow,
         dry_run: args.dry_run,

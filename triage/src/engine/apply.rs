@@ -102,22 +102,24 @@ impl Engine {
             out.outcome = Outcome::NeedsReview;
             return out;
         };
-        let job = match self.backend.job(workflow_id, entry.job_id).await {
-            Ok(job) => job,
+        let fresh = async {
+            let job = self.backend.job(workflow_id, entry.job_id).await?;
+            let info = self.backend.workflow(workflow_id).await?;
+            Ok::<_, BackendError>((job, info))
+        };
+        let (job, info) = match fresh.await {
+            Ok(x) => x,
             Err(e) => return errored(out, e),
         };
-        if job.status != JobStatus::PendingFailed || job.attempt_id != entry.attempt_id {
+        let guard = Guard { status: JobStatus::PendingFailed, attempt_id: entry.attempt_id, run_id: entry.run_id };
+        if !guard.holds(job.status, job.attempt_id, info.run_id) {
             out.outcome = Outcome::Skipped;
             out.notes.push(format!(
-                "moved on since the plan was made: now {} at attempt {} (the plan saw pending_failed at attempt {} of run {})",
-                job.status, job.attempt_id, entry.attempt_id, entry.run_id
+                "moved on since the plan was made: now {} at attempt {} of run {} (the plan saw pending_failed at attempt {} of run {})",
+                job.status, job.attempt_id, info.run_id, entry.attempt_id, entry.run_id
             ));
             return out;
         }
-        let info = match self.backend.workflow(workflow_id).await {
-            Ok(info) => info,
-            Err(e) => return errored(out, e),
-        };
         let ev = match self.evidence(&info, job).await {
             Ok(ev) => ev,
             Err(e) => return errored(out, e),
@@ -126,14 +128,8 @@ impl Engine {
         proposal.attempt_id = Some(entry.attempt_id);
         let v = validate(&ev, &proposal, &self.policy);
         out.validation = v.clone();
-        if info.run_id != entry.run_id || v.stale {
+        if v.stale {
             out.outcome = Outcome::Skipped;
-            if info.run_id != entry.run_id {
-                out.notes.push(format!(
-                    "the workflow was restarted since the plan was made (run {} now, the plan saw run {})",
-                    info.run_id, entry.run_id
-                ));
-            }
             return out;
         }
         if !v.applicable() {

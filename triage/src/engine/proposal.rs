@@ -89,21 +89,10 @@ impl Proposal {
     pub(super) fn by_rules(
         action: Action,
         reason: String,
-        memory: Option<String>,
-        runtime: Option<String>,
+        resources: (Option<String>, Option<String>),
         attempt_id: u32,
     ) -> Proposal {
-        Proposal {
-            action,
-            reason,
-            source: super::rules::SOURCE.into(),
-            authority: Authority::Rules,
-            memory,
-            runtime,
-            confidence: None,
-            override_catalog: false,
-            attempt_id: Some(attempt_id),
-        }
+        Proposal::decided(Authority::Rules, super::rules::SOURCE, action, reason, resources, attempt_id)
     }
 
     /// A person's decision in `triage review`.
@@ -111,15 +100,27 @@ impl Proposal {
         reviewer: &str,
         action: Action,
         reason: String,
-        memory: Option<String>,
-        runtime: Option<String>,
+        resources: (Option<String>, Option<String>),
+        attempt_id: u32,
+    ) -> Proposal {
+        Proposal::decided(Authority::Review, reviewer, action, reason, resources, attempt_id)
+    }
+
+    /// A proposal triage itself writes down (rules, review): no confidence, no override,
+    /// at the attempt it was made for; `resources` is (memory, runtime).
+    fn decided(
+        authority: Authority,
+        source: &str,
+        action: Action,
+        reason: String,
+        (memory, runtime): (Option<String>, Option<String>),
         attempt_id: u32,
     ) -> Proposal {
         Proposal {
             action,
             reason,
-            source: reviewer.to_string(),
-            authority: Authority::Review,
+            source: source.to_string(),
+            authority,
             memory,
             runtime,
             confidence: None,
@@ -164,7 +165,7 @@ mod tests {
         let old = r#"{"action": "retry", "reason": "r", "source": "review"}"#;
         let p: Proposal = serde_json::from_str(old).unwrap();
         assert_eq!(p.authority(), Authority::Agent, "the word `review` confers nothing");
-        let p = Proposal::by_review("ana", Action::Fail, "r".into(), None, None, 2);
+        let p = Proposal::by_review("ana", Action::Fail, "r".into(), (None, None), 2);
         let back: Proposal = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
         assert!(back.is_reviewed());
     }

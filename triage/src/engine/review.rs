@@ -86,8 +86,7 @@ impl Plan {
             reviewer,
             action,
             reason,
-            kept.and_then(|p| p.memory.clone()),
-            kept.and_then(|p| p.runtime.clone()),
+            (kept.and_then(|p| p.memory.clone()), kept.and_then(|p| p.runtime.clone())),
             job.attempt_id,
         ));
         job.outcome = Outcome::WouldApply;

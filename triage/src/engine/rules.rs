@@ -53,5 +53,5 @@ pub fn propose(ev: &Evidence, policy: &Policy) -> Result<Proposal, String> {
         },
         _ => {}
     }
-    Ok(Proposal::by_rules(action, reason, memory, runtime, ev.job.attempt_id))
+    Ok(Proposal::by_rules(action, reason, (memory, runtime), ev.job.attempt_id))
 }

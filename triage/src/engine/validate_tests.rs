@@ -95,7 +95,7 @@ fn overrides_need_the_policy_and_the_request() {
     assert_eq!(v.status, ValidationStatus::Conflict);
     assert!(v.applicable());
     // A person's decision in review stands against the catalog without the flag.
-    let reviewed = Proposal::by_review("ana", Action::Retry, "ana decided".into(), None, None, 1);
+    let reviewed = Proposal::by_review("ana", Action::Retry, "ana decided".into(), (None, None), 1);
     assert!(validate(&evidence(SYNTAX, 1), &reviewed, &Policy::default()).applicable());
 }
 

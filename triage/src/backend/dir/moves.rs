@@ -10,10 +10,7 @@ use crate::model::{JobStatus, Workflow};
 /// Check the guard; `Some(Stale)` if the job moved on.
 fn stale(wf: &Workflow, job_id: i64, guard: &Guard) -> Result<Option<MoveOutcome>, BackendError> {
     let job = wf.job(job_id).ok_or(BackendError::JobNotFound { workflow_id: wf.id, job_id })?;
-    let moved = job.status != guard.status
-        || job.attempt_id != guard.attempt_id
-        || wf.run_id != guard.run_id
-        || job.status != JobStatus::PendingFailed;
+    let moved = !guard.holds(job.status, job.attempt_id, wf.run_id);
     Ok(moved.then_some(MoveOutcome::Stale { status: job.status, attempt_id: job.attempt_id, run_id: wf.run_id }))
 }
 

@@ -53,10 +53,10 @@ impl Seen {
 
     /// Whether the job is still what `guard` describes, with its pending_failed result.
     fn holds(&self, guard: &Guard) -> bool {
-        guard.status == JobStatus::PendingFailed
-            && self.status() == JobStatus::PendingFailed
-            && self.job.attempt() == i64::from(guard.attempt_id)
-            && self.run_id == i64::from(guard.run_id)
+        let (Ok(attempt), Ok(run)) = (u32::try_from(self.job.attempt()), u32::try_from(self.run_id)) else {
+            return false;
+        };
+        guard.holds(self.status(), attempt, run)
             && self.result.as_ref().is_some_and(|r| r.status == JobStatus::PendingFailed)
     }
 }
