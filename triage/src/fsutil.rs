@@ -1,9 +1,12 @@
 //! Crash-safe file primitives: an exclusive folder lock, atomic replace (temp file, fsync,
-//! rename, fsync the folder), and durable appends. Used by the directory store and the
-//! circuit-breaker state. Errors are plain `io::Error`s; callers add which file.
+//! rename, fsync the folder; the replaced file's mode, group and owner kept), and durable
+//! appends. Taking a folder's lock clears the temp files of writers killed mid-write. Used by
+//! the directory store and the circuit-breaker state. Errors are plain `io::Error`s; callers
+//! add which file.
 
-use std::fs::{File, OpenOptions};
+use std::fs::{File, OpenOptions, Permissions};
 use std::io::{self, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt, fchown};
 use std::path::Path;
 
 /// An exclusive lock on a folder (`.lock` inside it), released on drop. Advisory (`flock`):
@@ -13,10 +16,12 @@ pub struct FolderLock {
 }
 
 impl FolderLock {
-    /// Block until the folder's lock is ours.
+    /// Block until the folder's lock is ours, then remove the temp files of [`write_atomic`]
+    /// that a writer killed mid-write left behind (see [`remove_stale_partials`]).
     pub fn acquire(folder: &Path) -> io::Result<FolderLock> {
         let file = OpenOptions::new().create(true).truncate(false).write(true).open(folder.join(".lock"))?;
         file.lock()?;
+        remove_stale_partials(folder);
         Ok(FolderLock { file })
     }
 }
@@ -27,15 +32,107 @@ impl Drop for FolderLock {
     }
 }
 
+/// Remove the `.tmp-*.partial` files of [`write_atomic`] in `folder`; returns how many.
+///
+/// Call it only while holding the folder's lock: every write into a locked folder is made
+/// under its lock, so a partial file seen by the lock holder belongs to a writer that died
+/// (the lock holder's own are all renamed or removed by the time it returns). Best effort:
+/// a file that cannot be removed is logged and left; it never fails the caller.
+pub fn remove_stale_partials(folder: &Path) -> usize {
+    let entries = match std::fs::read_dir(folder) {
+        Ok(entries) => entries,
+        Err(e) => {
+            tracing::warn!("cannot list {} to remove stale temp files: {e}", folder.display());
+            return 0;
+        }
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        // Regular files only: `file_type` does not follow symlinks.
+        if !is_partial_name(name) || !entry.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        match std::fs::remove_file(entry.path()) {
+            Ok(()) => {
+                removed += 1;
+                tracing::info!("removed {}, left by a write that was interrupted", entry.path().display());
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => tracing::warn!("cannot remove the stale temp file {}: {e}", entry.path().display()),
+        }
+    }
+    removed
+}
+
+/// The names [`write_atomic`] gives its temp files.
+fn is_partial_name(name: &str) -> bool {
+    name.len() > TMP_PREFIX.len() + TMP_SUFFIX.len() && name.starts_with(TMP_PREFIX) && name.ends_with(TMP_SUFFIX)
+}
+
+const TMP_PREFIX: &str = ".tmp-";
+const TMP_SUFFIX: &str = ".partial";
+
 /// Replace `path` with `contents` atomically: readers see the old file or the new one, and a
 /// crash leaves one of the two, never a mix.
+///
+/// The new file keeps the old one's permission bits and group (and owner, when the process
+/// may give files away, i.e. runs as root), so replacing a group-shared `workflow.json`
+/// (mode 664, group `team`) does not lock the group out. A file that did not exist gets
+/// what `File::create` gives: 0666 less the umask. A group the process is not a member of
+/// cannot be kept; the file then has the process's group, as any file it creates would.
+///
+/// A writer killed mid-write leaves its `.tmp-*.partial` file; the next [`FolderLock`]
+/// holder removes it.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
     let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new().prefix(".tmp-").suffix(".partial").tempfile_in(folder)?;
+    let old = match std::fs::metadata(path) {
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e),
+    };
+    // An existing file's mode is set below, from 0600 (never wider than the old file in
+    // between); a new file is created as `File::create` would, the umask applying.
+    let create_mode = if old.is_some() { 0o600 } else { 0o666 };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(TMP_PREFIX)
+        .suffix(TMP_SUFFIX)
+        .permissions(Permissions::from_mode(create_mode))
+        .tempfile_in(folder)?;
     tmp.write_all(contents)?;
+    if let Some(old) = &old {
+        keep_owner_and_mode(tmp.as_file(), old)?;
+    }
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     sync_folder(folder)
+}
+
+/// Give `file` the owner (where allowed), group (where allowed) and permission bits of
+/// `old`. Ownership first: changing it clears the set-user/group-ID bits.
+fn keep_owner_and_mode(file: &File, old: &std::fs::Metadata) -> io::Result<()> {
+    let now = file.metadata()?;
+    let (uid, gid) = (old.uid(), old.gid());
+    if uid != now.uid() || gid != now.gid() {
+        // Giving a file away needs root: without it, keep at least the group.
+        let kept = match fchown(file, Some(uid), Some(gid)) {
+            Err(e) if uid != now.uid() && is_not_permitted(&e) => fchown(file, None, Some(gid)),
+            other => other,
+        };
+        match kept {
+            Ok(()) => {}
+            Err(e) if is_not_permitted(&e) => {
+                tracing::warn!("cannot give the new file the group {gid} of the one it replaces: {e}")
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    file.set_permissions(Permissions::from_mode(old.permissions().mode() & 0o7777))
+}
+
+fn is_not_permitted(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::PermissionDenied
 }
 
 /// Append `line` plus a newline to `path` in one write, and flush it to disk.
@@ -62,5 +159,84 @@ fn sync_folder(folder: &Path) -> io::Result<()> {
     match File::open(folder)?.sync_all() {
         Err(e) if e.kind() == io::ErrorKind::InvalidInput => Ok(()),
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn a_replaced_file_keeps_its_mode() {
+        let tmp = tempfile::tempdir().unwrap();
+        for want in [0o664, 0o640, 0o600, 0o444] {
+            let path = tmp.path().join(format!("workflow-{want:o}.json"));
+            std::fs::write(&path, b"old").unwrap();
+            std::fs::set_permissions(&path, Permissions::from_mode(want)).unwrap();
+            write_atomic(&path, b"new").unwrap();
+            assert_eq!(std::fs::read(&path).unwrap(), b"new");
+            assert_eq!(mode(&path), want, "mode {:o} became {:o}", want, mode(&path));
+        }
+    }
+
+    #[test]
+    fn a_replaced_file_keeps_its_group_and_as_root_its_owner() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("workflow.json");
+        std::fs::write(&path, b"old").unwrap();
+        let mine = std::fs::metadata(&path).unwrap();
+        let (uid, gid) = if mine.uid() == 0 {
+            (4242, 4343) // root may give a file to anyone
+        } else {
+            // Without root: another group of ours, if we have one.
+            let out = std::process::Command::new("id").arg("-G").output().unwrap();
+            let groups: Vec<u32> =
+                String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|g| g.parse().ok()).collect();
+            let Some(other) = groups.into_iter().find(|g| *g != mine.gid()) else {
+                eprintln!("skipped: not root and in one group only");
+                return;
+            };
+            (mine.uid(), other)
+        };
+        fchown(File::open(&path).unwrap(), Some(uid), Some(gid)).unwrap();
+        std::fs::set_permissions(&path, Permissions::from_mode(0o664)).unwrap();
+        write_atomic(&path, b"new").unwrap();
+        let after = std::fs::metadata(&path).unwrap();
+        assert_eq!((after.uid(), after.gid(), mode(&path)), (uid, gid, 0o664));
+    }
+
+    #[test]
+    fn a_new_file_gets_what_file_create_gives() {
+        let tmp = tempfile::tempdir().unwrap();
+        let reference = tmp.path().join("reference");
+        File::create(&reference).unwrap();
+        let path = tmp.path().join("new.json");
+        write_atomic(&path, b"{}").unwrap();
+        assert_eq!(mode(&path), mode(&reference));
+        // That is 0666 less the umask (0644 under the usual 022).
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        if let Some(umask) = status.lines().find_map(|l| l.strip_prefix("Umask:")) {
+            let umask = u32::from_str_radix(umask.trim(), 8).unwrap();
+            assert_eq!(mode(&path), 0o666 & !umask);
+        }
+    }
+
+    #[test]
+    fn taking_the_lock_removes_stale_partials_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        for f in [".tmp-abc.partial", ".tmp-Xy12zQ.partial", "notes.partial", ".tmp-abc.json", ".tmp-.partial"] {
+            std::fs::write(dir.join(f), b"x").unwrap();
+        }
+        std::fs::create_dir(dir.join(".tmp-dir.partial")).unwrap();
+        let _lock = FolderLock::acquire(dir).unwrap();
+        let mut left: Vec<String> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        left.sort();
+        assert_eq!(left, [".lock", ".tmp-.partial", ".tmp-abc.json", ".tmp-dir.partial", "notes.partial"]);
     }
 }

@@ -226,3 +226,31 @@ async fn reads_leave_the_store_byte_for_byte_unchanged() {
     let after: Vec<_> = support::snapshot(&store).into_iter().filter(|(p, _)| !p.ends_with(".lock")).collect();
     assert_eq!(before, after);
 }
+
+/// A group-shared store stays shared after a move, and the temp file of a writer killed
+/// mid-write is cleared by the next writer (under the lock, so never a live writer's).
+#[tokio::test]
+async fn a_move_keeps_the_files_mode_and_clears_stale_temp_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_tmp, store) = support::demo_copy();
+    let folder = store.join("workflows/42");
+    let wf_file = folder.join("workflow.json");
+    std::fs::set_permissions(&wf_file, std::fs::Permissions::from_mode(0o664)).unwrap();
+    let stale = folder.join(".tmp-abc.partial");
+    std::fs::write(&stale, vec![b'{'; 4096]).unwrap();
+    let unrelated = folder.join("notes.partial");
+    std::fs::write(&unrelated, b"mine").unwrap();
+
+    let b = DirBackend::open(&store).unwrap();
+    let job = b.job(42, 5).await.unwrap();
+    let out = b
+        .retry_job(42, 5, &Guard::pending_failed(&job, 1), &ResourceChange::default(), &audit("shared store"))
+        .await
+        .unwrap();
+    assert!(matches!(out, MoveOutcome::Moved { attempt_id: 2, .. }), "{out:?}");
+    assert_eq!(b.job(42, 5).await.unwrap().attempt_id, 2, "workflow.json was rewritten");
+    let mode = std::fs::metadata(&wf_file).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o664, "workflow.json mode {mode:o}");
+    assert!(!stale.exists(), "the stale temp file is removed");
+    assert!(unrelated.exists(), "other files are left alone");
+}

@@ -1,7 +1,8 @@
 //! A real Torc 1.0 server for integration tests: `torc-server` on a free loopback port with
 //! a fresh SQLite file, Torc's own job runner (`torc run`), its REST API read back with
 //! `reqwest`, and a small HTTP proxy of ours in front of it that counts requests and can kill
-//! the server right after a chosen request (for the interrupted-move tests).
+//! the server right after a chosen request (for the interrupted-move tests) or lose the answer
+//! to one (for the lost-answer tests).
 //!
 //! The binaries come from `TORC_BIN_DIR`, else `$TRIAGE_TOOLS/torc-1.0.0/bin` (default
 //! `~/.cache/triage`), where `tests/run-all.sh` installs them. Missing binaries fail the test
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 pub use cli::{json, outcomes, results_of, stderr, stdout, triage, triage_cmd};
-pub use proxy::{Gate, Hook, Proxy};
+pub use proxy::{Gate, Hook, Lost, Proxy};
 pub use spec::{JobSpec, e2e_jobs, write_spec};
 
 pub const INSTALL: &str = "SQLX_OFFLINE=true cargo install torc@1.0.0 --features server-bin,mcp-server --locked --root ~/.cache/triage/torc-1.0.0";

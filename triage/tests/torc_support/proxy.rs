@@ -2,7 +2,9 @@
 //! pointed at a restarted server, can kill the server right after a chosen request has been
 //! answered (the answer still reaches the client, as when a server dies just after
 //! committing), and can hold a chosen request until the test lets it go (to put a rival's
-//! whole move inside one mover's window). While "down" it closes every connection.
+//! whole move inside one mover's window), and can lose the answer to a chosen request after
+//! the server committed it (a 503 in its place, or the connection closed), as when a gateway
+//! or the network fails on the way back. While "down" it closes every connection.
 //!
 //! Each request is forwarded on a fresh upstream connection with `Connection: close`, so the
 //! response is simply read to its end.
@@ -57,6 +59,22 @@ impl Gate {
     }
 }
 
+/// What the client gets instead of the server's answer (see [`Proxy::lose_answer`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Lost {
+    /// An answer with this status (e.g. 503 from a gateway).
+    Status(u16),
+    /// The connection closed, no answer at all.
+    Drop,
+}
+
+#[derive(Debug, Clone)]
+struct Loss {
+    method: String,
+    path_contains: String,
+    instead: Lost,
+}
+
 #[derive(Default)]
 struct State {
     upstream: Mutex<u16>,
@@ -65,6 +83,7 @@ struct State {
     log: Mutex<Vec<String>>,
     hook: Mutex<Option<Hook>>,
     gate: Mutex<Option<Arc<Gate>>>,
+    loss: Mutex<Option<Loss>>,
 }
 
 pub struct Proxy {
@@ -105,6 +124,13 @@ impl Proxy {
         let gate = Arc::new(Gate { method: method.into(), path_contains: path_contains.into(), ..Gate::default() });
         *self.state.gate.lock().expect("lock") = Some(gate.clone());
         gate
+    }
+
+    /// Forward the next request matching `method` and `path_contains` to the server, then
+    /// give the client `instead` of the server's answer.
+    pub fn lose_answer(&self, method: &str, path_contains: &str, instead: Lost) {
+        *self.state.loss.lock().expect("lock") =
+            Some(Loss { method: method.into(), path_contains: path_contains.into(), instead });
     }
 
     pub fn is_down(&self) -> bool {
@@ -191,6 +217,24 @@ fn serve(client: TcpStream, state: &State) {
         {
             state.down.store(true, Ordering::SeqCst);
             let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(h.pid as i32), nix::sys::signal::Signal::SIGKILL);
+        }
+        let lost = state.loss.lock().ok().and_then(|mut l| {
+            let hit = l.as_ref().is_some_and(|l| l.method == method && path.contains(&l.path_contains));
+            if hit { l.take() } else { None }
+        });
+        if let Some(loss) = lost {
+            if let Lost::Status(code) = loss.instead {
+                let body = r#"{"error":{"message":"lost on the way back (test proxy)"}}"#;
+                let _ = writer.write_all(
+                    format!(
+                        "HTTP/1.1 {code} Lost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                    .as_bytes(),
+                );
+            }
+            let _ = writer.shutdown(Shutdown::Both);
+            return;
         }
         if writer.write_all(&response).is_err() {
             return;

@@ -7,10 +7,18 @@
 //!   `TORC_COOKIE_HEADER` as a default `Cookie`. Never from the command line (it shows in `ps`).
 //! - TLS (rustls): `TORC_TLS_CA_CERT` adds a PEM root (an unreadable file is an error here,
 //!   where Torc silently ignores it); `TORC_TLS_INSECURE=true` accepts any certificate.
-//! - Retries: connection errors (the request never reached the server) always; timeouts,
-//!   5xx and 429 only for idempotent requests ([`Safety::Idempotent`]). A move step such as
-//!   `retry` or `DELETE /results/{id}` is sent once: repeating it after a lost answer could
-//!   apply it twice, or misread our own success as a rival's.
+//! - Retries ([`Safety::may_retry`]): a connect error (no connection, so not one byte of the
+//!   request was sent) is retried for every request. A timeout, a connection lost after the
+//!   request went out, a 5xx or a 429 is retried only for [`Safety::Idempotent`] requests,
+//!   which end in the same state however often they are sent: GETs, PUTs that set a whole
+//!   state (a job's status, its resource requirements row), and the `DELETE` that closes an
+//!   intent (a 404 is as good). Everything else is [`Safety::Once`]: a POST that creates a
+//!   row (an intent or audit event, a job's resource requirements row, a restored result)
+//!   and a move step such as `retry` or `DELETE /results/{id}` (where a 404 means a rival
+//!   won). The server may have committed such a request before the answer was lost;
+//!   sending it again would create a second row (a duplicate intent, an orphan resources
+//!   row), apply the move twice, or misread our own success as a rival's. The caller gets
+//!   the error, and the move is undone or recovered like any other failed one.
 
 use std::time::Duration;
 
@@ -23,11 +31,57 @@ use super::wire::{Page, TORC_MAX_PAGE};
 use crate::backend::BackendError;
 use crate::resilience::Backoff;
 
-/// Whether a request may be repeated after a timeout or a 5xx.
+/// Whether a request may be sent again when its answer did not come (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Safety {
+    /// Sending it twice is the same as sending it once (a GET, a PUT of a whole state):
+    /// retried after any transient failure.
     Idempotent,
+    /// Creates something or moves a job: retried only when it provably never reached the
+    /// server (a connect error).
     Once,
+}
+
+/// Why one attempt at a request got no usable answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    /// No connection (refused, unreachable, connect timeout, TLS handshake): nothing sent.
+    Connect,
+    /// No answer in time; the server may have received and committed the request.
+    Timeout,
+    /// Any other transport error, e.g. the connection closed while waiting for the answer.
+    Transport,
+    /// An answer with this status.
+    Status(u16),
+}
+
+impl Fault {
+    fn of(e: &reqwest::Error) -> Fault {
+        if e.is_connect() {
+            Fault::Connect
+        } else if e.is_timeout() {
+            Fault::Timeout
+        } else {
+            Fault::Transport
+        }
+    }
+
+    /// A status worth another try, for a request that may be repeated.
+    fn transient_status(status: u16) -> bool {
+        status >= 500 || status == 429
+    }
+}
+
+impl Safety {
+    /// Whether a request of this kind may be sent again after `fault`.
+    fn may_retry(self, fault: Fault) -> bool {
+        match (self, fault) {
+            (_, Fault::Connect) => true,
+            (Safety::Idempotent, Fault::Timeout | Fault::Transport) => true,
+            (Safety::Idempotent, Fault::Status(s)) => Fault::transient_status(s),
+            (Safety::Once, _) => false,
+        }
+    }
 }
 
 /// A response: status and body (already read).
@@ -193,14 +247,16 @@ impl Client {
             let status = resp.status().as_u16();
             let bytes = resp.bytes().await.map_err(Failure::Transport)?;
             let answer = Answer { status, body: bytes.to_vec(), url: url.clone() };
-            if safety == Safety::Idempotent && (status >= 500 || status == 429) {
+            if Fault::transient_status(status) {
                 return Err(Failure::Server(answer));
             }
             Ok(answer)
         };
-        let retryable = |f: &Failure| match f {
-            Failure::Transport(e) => e.is_connect() || safety == Safety::Idempotent,
-            Failure::Server(_) => true,
+        let retryable = |f: &Failure| {
+            safety.may_retry(match f {
+                Failure::Transport(e) => Fault::of(e),
+                Failure::Server(a) => Fault::Status(a.status),
+            })
         };
         let result = once
             .retry(self.backoff.clone())
@@ -324,9 +380,175 @@ fn source_chain(e: &(dyn std::error::Error + 'static)) -> String {
     parts.join(": ")
 }
 
+/// A loopback HTTP server that treats every request alike, for the retry tests here and in
+/// the modules that call [`Client::call`].
+#[cfg(test)]
+pub(super) mod test_server {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use crate::engine::Resilience;
+    use crate::resilience::Backoff;
+
+    /// How the server treats every request it reads.
+    #[derive(Debug, Clone, Copy)]
+    pub enum Serve {
+        /// Answer with this status.
+        Status(u16),
+        /// Read the request, then close the connection without an answer.
+        Drop,
+        /// Read the request, then say nothing for this long.
+        Stall(Duration),
+    }
+
+    /// Start a server; returns its API base URL and the count of requests it read in full.
+    pub fn start(serve: Serve) -> (String, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let count = Arc::new(AtomicUsize::new(0));
+        let seen = count.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let seen = seen.clone();
+                std::thread::spawn(move || answer_request(conn, serve, &seen));
+            }
+        });
+        (base(port), count)
+    }
+
+    pub fn base(port: u16) -> String {
+        format!("http://127.0.0.1:{port}/torc-service/v1")
+    }
+
+    /// Read one request off `conn` and treat it as `serve` says; the connection then closes.
+    pub fn answer_request(conn: TcpStream, serve: Serve, seen: &AtomicUsize) {
+        let mut writer = conn.try_clone().unwrap();
+        let mut reader = BufReader::new(conn);
+        let mut content_length = 0;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                content_length = v.trim().parse().unwrap();
+            }
+            if line == "\r\n" {
+                break;
+            }
+        }
+        let mut body = vec![0; content_length];
+        reader.read_exact(&mut body).unwrap();
+        seen.fetch_add(1, Ordering::SeqCst);
+        match serve {
+            Serve::Status(s) => {
+                let body = r#"{"id":1}"#;
+                let head = format!("HTTP/1.1 {s} X\r\nconnection: close\r\ncontent-length: {}\r\n\r\n", body.len());
+                let _ = writer.write_all(format!("{head}{body}").as_bytes());
+            }
+            Serve::Drop => {}
+            Serve::Stall(d) => std::thread::sleep(d),
+        }
+    }
+
+    /// A backend for `url` that may try a request 3 times, 20 ms apart, 300 ms each.
+    pub fn backend(url: &str) -> crate::backend::torc::TorcBackend {
+        let opts = crate::backend::torc::TorcOptions {
+            timeout: Duration::from_millis(300),
+            backoff: backoff(3),
+            ..Default::default()
+        };
+        crate::backend::torc::TorcBackend::open(url, opts).unwrap()
+    }
+
+    /// `attempts` attempts in all, 20 ms apart.
+    pub fn backoff(attempts: u32) -> Backoff {
+        let r = Resilience {
+            retry_attempts: attempts,
+            retry_initial_ms: 20,
+            retry_multiplier: 1.0,
+            retry_max_ms: 20,
+            retry_jitter: 0.0,
+            ..Resilience::default()
+        };
+        Backoff::new(&r, 0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use std::net::TcpListener;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::test_server::{Serve, answer_request, backoff, base};
     use super::*;
+
+    #[test]
+    fn only_a_connect_error_lets_a_once_request_be_sent_again() {
+        use Fault::*;
+        let faults = [Connect, Timeout, Transport, Status(500), Status(502), Status(503), Status(429), Status(404)];
+        let retried = |safety: Safety| faults.iter().filter(|f| safety.may_retry(**f)).copied().collect::<Vec<_>>();
+        assert_eq!(retried(Safety::Once), [Connect]);
+        assert_eq!(
+            retried(Safety::Idempotent),
+            [Connect, Timeout, Transport, Status(500), Status(502), Status(503), Status(429)]
+        );
+        for s in [200, 201, 204, 400, 401, 403, 404, 409, 422] {
+            assert!(!Safety::Idempotent.may_retry(Status(s)), "{s}");
+        }
+    }
+
+    /// A client allowing `attempts` attempts, 20 ms apart, each with a 300 ms timeout.
+    fn client(base: &str, attempts: u32) -> Client {
+        Client::new(base, ClientEnv::default(), Duration::from_millis(300), backoff(attempts)).unwrap()
+    }
+
+    async fn post(c: &Client, safety: Safety) -> Result<Answer, BackendError> {
+        c.call(Method::POST, "/events", &[], Some(&serde_json::json!({"x": 1})), safety, "posting").await
+    }
+
+    /// Whatever became of the answer (a 5xx, a dropped connection, a timeout), a `Once`
+    /// request reached the server once; an `Idempotent` one was sent again.
+    #[tokio::test]
+    async fn a_once_request_that_reached_the_server_is_never_sent_again() {
+        for serve in [Serve::Status(503), Serve::Status(500), Serve::Drop, Serve::Stall(Duration::from_secs(2))] {
+            let (url, count) = test_server::start(serve);
+            let c = client(&url, 3);
+            let once = post(&c, Safety::Once).await;
+            assert_eq!(count.swap(0, Ordering::SeqCst), 1, "{serve:?}, Once: {once:?}");
+            match serve {
+                Serve::Status(s) => assert_eq!(once.unwrap().status, s),
+                _ => assert!(once.unwrap_err().is_transient()),
+            }
+            let again = post(&c, Safety::Idempotent).await;
+            assert_eq!(count.load(Ordering::SeqCst), 3, "{serve:?}, Idempotent: {again:?}");
+        }
+    }
+
+    /// A refused connection sent nothing: a `Once` request is retried, and gets through once
+    /// the server is up.
+    #[tokio::test]
+    async fn a_once_request_is_retried_after_a_refused_connection() {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let refused = post(&client(&base(port), 3), Safety::Once).await.unwrap_err();
+        assert!(refused.to_string().contains("cannot connect"), "{refused}");
+        // The server comes up while the client waits between attempts.
+        let c = client(&base(port), 50);
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(150));
+            let listener = TcpListener::bind(("127.0.0.1", port)).unwrap();
+            let (conn, _) = listener.accept().unwrap();
+            let seen = AtomicUsize::new(0);
+            answer_request(conn, Serve::Status(201), &seen);
+            seen.load(Ordering::SeqCst)
+        });
+        let a = post(&c, Safety::Once).await.unwrap();
+        assert_eq!(a.status, 201);
+        assert_eq!(late.join().unwrap(), 1, "the request reached the server once");
+    }
 
     fn answer(status: u16, body: &str) -> Answer {
         Answer { status, body: body.as_bytes().to_vec(), url: "http://h/torc-service/v1/x".into() }

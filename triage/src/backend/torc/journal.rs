@@ -172,7 +172,8 @@ impl TorcBackend {
             "timestamp": Timestamp::now().as_millisecond(),
             "data": data,
         });
-        let a = self.client.call(reqwest::Method::POST, "/events", &[], Some(&body), Safety::Idempotent, what).await?;
+        // Each POST creates an event: a retry after a lost answer would record it twice.
+        let a = self.client.call(reqwest::Method::POST, "/events", &[], Some(&body), Safety::Once, what).await?;
         if !a.ok() {
             return Err(self.client.unexpected(&a, what));
         }
@@ -182,7 +183,26 @@ impl TorcBackend {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
     use super::*;
+    use crate::backend::JobBackend;
+    use crate::backend::torc::client::test_server::{self, Serve};
+
+    /// Each POST creates an event (intents and audit records alike, both through
+    /// `post_event`): one that reached the server is not sent again, whatever became of its
+    /// answer, since the server may have committed it.
+    #[tokio::test]
+    async fn an_event_is_posted_once_whatever_became_of_the_answer() {
+        for serve in [Serve::Status(503), Serve::Drop, Serve::Stall(Duration::from_secs(2))] {
+            let (url, count) = test_server::start(serve);
+            let b = test_server::backend(&url);
+            let err = b.append_event(1, &AuditEvent::now("test", "retry", Some(7), "why")).await.unwrap_err();
+            assert!(err.is_transient(), "{serve:?}: {err}");
+            assert_eq!(count.load(Ordering::SeqCst), 1, "{serve:?}: {err}");
+        }
+    }
 
     #[test]
     fn this_process_is_alive_and_a_dead_pid_is_gone() {

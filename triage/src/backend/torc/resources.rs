@@ -46,10 +46,8 @@ impl TorcBackend {
         };
         let body = serde_json::to_value(&new).map_err(|e| BackendError::Unsupported(e.to_string()))?;
         let what = format!("creating resource requirements for job {job_id}");
-        let a = self
-            .client
-            .call(Method::POST, "/resource_requirements", &[], Some(&body), Safety::Idempotent, &what)
-            .await?;
+        // Each POST creates a row: a retry after a lost answer would leave an orphan.
+        let a = self.client.call(Method::POST, "/resource_requirements", &[], Some(&body), Safety::Once, &what).await?;
         if !a.ok() {
             return Err(self.client.unexpected(&a, &what));
         }
@@ -69,5 +67,40 @@ impl TorcBackend {
             .call(Method::PUT, &format!("/jobs/{job_id}"), &[], Some(&body), Safety::Idempotent, &what)
             .await?;
         if a.ok() { Ok(()) } else { Err(self.client.unexpected(&a, &what)) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::backend::torc::client::test_server::{self, Serve};
+    use crate::model::JobStatus;
+
+    /// A POST that reached the server may have created the row: it is not sent again (a
+    /// second row would be an orphan), whatever became of the answer.
+    #[tokio::test]
+    async fn a_resources_row_is_posted_once_whatever_became_of_the_answer() {
+        let job = TorcJob {
+            id: Some(7),
+            workflow_id: 1,
+            name: "train".into(),
+            command: "true".into(),
+            status: Some(JobStatus::PendingFailed),
+            attempt_id: Some(1),
+            resource_requirements_id: None,
+            depends_on_job_ids: None,
+            compute_node_id: None,
+        };
+        let change = ResourceChange { memory: Some("2g".parse().unwrap()), runtime: None };
+        for serve in [Serve::Status(503), Serve::Drop, Serve::Stall(Duration::from_secs(2))] {
+            let (url, count) = test_server::start(serve);
+            let b = test_server::backend(&url);
+            let err = b.own_resources(1, &job, &change, 2).await.unwrap_err();
+            assert!(err.is_transient(), "{serve:?}: {err}");
+            assert_eq!(count.load(Ordering::SeqCst), 1, "{serve:?}: {err}");
+        }
     }
 }
