@@ -67,6 +67,14 @@ fi
 export TORC_BIN_DIR="$TORC_ROOT/bin"
 "$TORC_BIN_DIR/torc" --version
 
+step "Slurm 22.05 cluster (Debian packages; slurmctld, slurmd, slurmdbd + MariaDB on loopback, under $TRIAGE_TOOLS/slurm)"
+# The slurm: backend's tests submit real jobs to it. Stopped when this script exits.
+SLURM_ROOT="$TRIAGE_TOOLS/slurm"
+[ "$(id -u)" = 0 ] || { echo "error: the Slurm test cluster needs root (its daemons run as root); run the tests as root, or start a cluster yourself and set SLURM_CONF" >&2; exit 1; }
+eval "$(bash tests/slurm/cluster.sh start "$SLURM_ROOT")"
+trap 'bash tests/slurm/cluster.sh stop "$SLURM_ROOT" >/dev/null 2>&1 || true' EXIT
+sinfo --version
+
 step "build"
 cargo build --workspace --locked
 export TRIAGE_BIN_DIR="$ROOT/target/debug"

@@ -218,15 +218,16 @@ def test_forged_proposal_records_are_validated_again(demo, env, side, workdir):
 def test_slow_agent_is_killed_with_its_whole_process_group(demo, env, side, workdir):
     pol = policy(workdir / "policy.toml", retry_attempts=2)
     before = snapshot(demo)
-    run = triage_run(demo, env, "--dry-run", "--agent", "command", "--agent-cmd", agent_cmd("slow", side), "--agent-timeout", 3, "--policy", pol)
+    run = triage_run(demo, env, "--dry-run", "--agent", "command", "--agent-cmd", agent_cmd("slow", side), "--agent-timeout", 8, "--policy", pol)
     assert run.plan is not None, run
-    assert 6 <= run.elapsed < 20, run
+    # 8 s: room for the agent (Python and the MCP SDK) to start and list on a loaded machine.
+    assert 16 <= run.elapsed < 45, run
     # A timeout is transient: retried once (2 attempts), then rules.
     kinds = [(e["kind"], e["subject"]) for e in run.plan["events"]]
     assert kinds[1:] == [("retry", "command"), ("fallback", "command"), ("degraded", "rules")], kinds
-    assert "timed out after 3 s; its process group was killed" in run.events("retry")[0]["reason"]
+    assert "timed out after 8 s; its process group was killed" in run.events("retry")[0]["reason"]
     assert re.search(r"retrying in \d+ ms", run.events("retry")[0]["reason"])
-    assert run.events("fallback")[0]["reason"].startswith("timed out after 3 s")
+    assert run.events("fallback")[0]["reason"].startswith("timed out after 8 s")
     assert starts(side) == 2
     time.sleep(0.5)
     for n in (1, 2):

@@ -8,7 +8,8 @@
 //! `triage mcp-config` registers with a client).
 //!
 //! Resolution:
-//! - backend: `--backend SPEC` (or `--api-url URL` for `torc:URL`), else `TRIAGE_BACKEND`,
+//! - backend (`dir:PATH`, `torc:URL`, `slurm:`): `--backend SPEC` (or `--api-url URL` for
+//!   `torc:URL`), else `TRIAGE_BACKEND`,
 //!   else `torc:$TORC_API_URL` when Torc's own variable is set, else `dir:triage-store`;
 //! - Torc's output directory: `--torc-output-dir`, else `TORC_OUTPUT_DIR`, else `torc_output`;
 //! - catalog files: `--catalog` (repeatable), else the paths in `TRIAGE_CATALOG` (like PATH);
@@ -21,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::backend::slurm::SlurmOptions;
 use crate::backend::torc::TorcOptions;
 use crate::backend::{BackendError, BackendOptions, BackendSpec, JobBackend, SpecSource, open_backend};
 use crate::catalog::{Catalog, CatalogError};
@@ -149,12 +151,10 @@ impl Settings {
     pub fn open_backend(&self) -> Result<Arc<dyn JobBackend>, BackendError> {
         let r = &self.policy.resilience;
         let backoff = if crate::resilience::disabled() { Backoff::none() } else { Backoff::new(r, fastrand::u64(..)) };
+        let timeout = Duration::from_secs(r.backend_timeout_secs.max(1));
         let opts = BackendOptions {
-            torc: TorcOptions {
-                output_dir: self.torc_output_dir.clone(),
-                timeout: Duration::from_secs(r.backend_timeout_secs.max(1)),
-                backoff,
-            },
+            torc: TorcOptions { output_dir: self.torc_output_dir.clone(), timeout, backoff },
+            slurm: SlurmOptions { state_dir: crate::resilience::CircuitBook::default_dir(), timeout },
         };
         open_backend(&self.backend, self.backend_source, &opts)
     }

@@ -58,3 +58,29 @@ async fn cached_evidence_follows_the_job() {
     let first6 = first.iter().find(|e| e.job.id == 6).unwrap();
     assert_eq!((again.signature.clone(), again.tail.clone()), (first6.signature.clone(), first6.tail.clone()));
 }
+
+#[tokio::test]
+async fn a_signal_is_the_exit_status_for_the_catalog_and_the_exit_code_lists_alike() {
+    // Job 5 was killed by signal 9; a runtime that reports it as -9 must not slip past a
+    // policy that refuses to retry 137 (the catalog reads 128 + 9 too).
+    let (_tmp, store) = support::demo_copy();
+    let path = store.join("workflows/42/workflow.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut wf: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let job5 = wf["jobs"].as_array_mut().unwrap().iter_mut().find(|j| j["id"] == 5).unwrap();
+    let attempt = job5["attempts"].as_array_mut().unwrap().last_mut().unwrap();
+    attempt["return_code"] = (-9).into();
+    assert_eq!(attempt["signal"], 9);
+    std::fs::write(&path, wf.to_string()).unwrap();
+
+    let mut engine = engine(&store);
+    engine.policy.no_retry_on_exit_codes = vec![137];
+    let (_, ev) = engine.pending(42).await.unwrap();
+    let ev5 = ev.iter().find(|e| e.job.id == 5).unwrap();
+    assert_eq!(ev5.return_code, Some(137));
+    let c: triage::model::Classification =
+        serde_json::from_str(r#"{"job_id": 5, "action": "retry", "reason": "oom", "memory": "64g"}"#).unwrap();
+    let v = triage::engine::validate(ev5, &triage::engine::Proposal::by_agent("a", &c), &engine.policy);
+    assert!(v.messages.iter().any(|m| m.contains("exit code 137 is in the policy's no_retry_on_exit_codes")), "{v:?}");
+    assert!(!v.applicable());
+}

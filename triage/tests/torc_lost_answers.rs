@@ -10,9 +10,9 @@ use serde_json::Value;
 use torc_support::{JobSpec, Lost, Proxy, Ran, events, items, jobs_by_name};
 use triage::backend::torc::{TorcBackend, TorcOptions};
 use triage::backend::{AuditEvent, Guard, JobBackend, ResourceChange};
-use triage::engine::Resilience;
 use triage::model::{JobStatus, Memory};
 use triage::resilience::Backoff;
+use triage::resilience::Resilience;
 
 const TRANSIENT: &str = "echo 'ConnectionResetError: [Errno 104] Connection reset by peer' >&2; exit 1";
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
     #[error(
-        "backend spec `{spec}` is not valid: {why}; use `dir:PATH` (a directory store) or `torc:URL` (a Torc server's API, e.g. torc:http://127.0.0.1:8080/torc-service/v1)"
+        "backend spec `{spec}` is not valid: {why}; use `dir:PATH` (a directory store), `torc:URL` (a Torc server's API, e.g. torc:http://127.0.0.1:8080/torc-service/v1) or `slurm:` (the Slurm cluster the client commands reach; `slurm:?cluster=NAME` for -M NAME)"
     )]
     BadSpec { spec: String, why: String },
 
@@ -48,6 +48,9 @@ pub enum BackendError {
     #[error("{url} answered 404 ({what}): {hint}")]
     NoRoute { url: String, what: String, hint: String },
 
+    #[error("`{command}` failed: {why}")]
+    Command { command: String, why: String, transient: bool },
+
     #[error("{0}")]
     Unsupported(String),
 
@@ -59,7 +62,7 @@ impl BackendError {
     /// Whether trying again later may succeed (network errors, 5xx, lock timeouts).
     pub fn is_transient(&self) -> bool {
         match self {
-            BackendError::Remote { transient, .. } => *transient,
+            BackendError::Remote { transient, .. } | BackendError::Command { transient, .. } => *transient,
             BackendError::Io { source, .. } => matches!(
                 source.kind(),
                 std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut

@@ -7,12 +7,14 @@
 //!
 //! - [`dir`]: the directory store, format v1 (the embedded default; no server needed).
 //! - [`torc`]: a Torc 1.0 server's REST API (`torc:URL`), proven against a real server.
-//! - Slurm and others fit the same trait: each needs only list/get/log/retry/fail.
+//! - [`slurm`]: a Slurm cluster through its client commands (`slurm:`), with triage's ledger.
+//! - Others fit the same trait: each needs only list/get/log/retry/fail.
 //!
 //! [`BackendSpec`] parses and resolves `--backend` (DESIGN.md, "Backend selection").
 
 pub mod dir;
 mod error;
+pub mod slurm;
 mod spec;
 pub mod torc;
 mod types;

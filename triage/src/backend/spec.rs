@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::dir::DirBackend;
+use super::slurm::{SlurmBackend, SlurmOptions};
 use super::torc::{TorcBackend, TorcOptions};
 use super::{BackendError, JobBackend};
 
@@ -17,6 +18,8 @@ pub enum BackendSpec {
     Dir(PathBuf),
     /// `torc:URL`, a Torc server's REST API up to and including its prefix.
     Torc(String),
+    /// `slurm:` (the cluster the client commands reach) or `slurm:?cluster=NAME` (`-M NAME`).
+    Slurm { cluster: Option<String> },
 }
 
 /// Where the spec came from, for messages ("no store at triage-store (the default)").
@@ -43,7 +46,7 @@ impl SpecSource {
 }
 
 impl BackendSpec {
-    /// Parse `dir:PATH` or `torc:URL`.
+    /// Parse `dir:PATH`, `torc:URL`, `slurm:` or `slurm:?cluster=NAME`.
     pub fn parse(spec: &str) -> Result<BackendSpec, BackendError> {
         let bad = |why: &str| BackendError::BadSpec { spec: spec.to_string(), why: why.to_string() };
         let (kind, rest) = spec.split_once(':').ok_or_else(|| bad("it has no `kind:` prefix"))?;
@@ -56,6 +59,18 @@ impl BackendSpec {
                 }
                 Ok(BackendSpec::Torc(rest.trim_end_matches('/').to_string()))
             }
+            "slurm" => match rest {
+                "" => Ok(BackendSpec::Slurm { cluster: None }),
+                _ => match rest.strip_prefix("?cluster=") {
+                    Some(name)
+                        if !name.is_empty()
+                            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') =>
+                    {
+                        Ok(BackendSpec::Slurm { cluster: Some(name.to_string()) })
+                    }
+                    _ => Err(bad("after `slurm:` only `?cluster=NAME` may follow (NAME: letters, digits, - and _)")),
+                },
+            },
             other => Err(bad(&format!("unknown backend kind `{other}`"))),
         }
     }
@@ -86,6 +101,8 @@ impl std::fmt::Display for BackendSpec {
         match self {
             BackendSpec::Dir(p) => write!(f, "dir:{}", p.display()),
             BackendSpec::Torc(u) => write!(f, "torc:{u}"),
+            BackendSpec::Slurm { cluster: None } => write!(f, "slurm:"),
+            BackendSpec::Slurm { cluster: Some(c) } => write!(f, "slurm:?cluster={c}"),
         }
     }
 }
@@ -95,6 +112,8 @@ impl std::fmt::Display for BackendSpec {
 pub struct BackendOptions {
     /// For `torc:URL`: Torc's output directory, request timeout and retry delays.
     pub torc: TorcOptions,
+    /// For `slurm:`: where the ledger lives, and the client commands' timeout.
+    pub slurm: SlurmOptions,
 }
 
 /// Open the backend a spec names.
@@ -114,6 +133,7 @@ pub fn open_backend(
             Ok(Arc::new(backend))
         }
         BackendSpec::Torc(url) => Ok(Arc::new(TorcBackend::open(url, opts.torc.clone())?)),
+        BackendSpec::Slurm { cluster } => Ok(Arc::new(SlurmBackend::open(cluster.clone(), opts.slurm.clone())?)),
     }
 }
 
@@ -144,8 +164,15 @@ mod tests {
     }
 
     #[test]
+    fn slurm_specs_round_trip() {
+        for s in ["slurm:", "slurm:?cluster=hpc-1"] {
+            assert_eq!(BackendSpec::parse(s).unwrap().to_string(), s);
+        }
+    }
+
+    #[test]
     fn bad_specs_explain_the_forms() {
-        for bad in ["store", "dir:", "torc:localhost:8080", "slurm:x"] {
+        for bad in ["store", "dir:", "torc:localhost:8080", "slurm:x", "slurm:?cluster=", "slurm:?cluster=a;b"] {
             let e = BackendSpec::parse(bad).unwrap_err().to_string();
             assert!(e.contains(bad) && e.contains("dir:PATH"), "{e}");
         }

@@ -390,8 +390,8 @@ pub(super) mod test_server {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
-    use crate::engine::Resilience;
     use crate::resilience::Backoff;
+    use crate::resilience::Resilience;
 
     /// How the server treats every request it reads.
     #[derive(Debug, Clone, Copy)]

@@ -1,0 +1,293 @@
+//! The ledger: triage's own record of every decision on a Slurm job, because Slurm has no
+//! `pending_failed` and no place for a reason. One JSON object per line, appended durably
+//! under the cluster folder's lock (`TRIAGE_STATE_DIR/slurm/<cluster>/ledger.jsonl`); it is
+//! the audit trail of the `slurm:` backend, shared by `triage` and `triage-mcp`.
+//!
+//! A run is keyed by its job id *and* its submit time ([`RunKey`]): a rebuilt cluster starts
+//! its ids again at 1, and a requeued job keeps its id with a new submit time. A move writes
+//! [`Entry::Begin`] before its first command and [`Entry::Done`] after its last, so a process
+//! that dies in between leaves a begun decision that the next run resolves
+//! ([`super::SlurmBackend`]'s `recover`). A resubmitted job (a new id) is recorded in its
+//! `Done` entry as the next incarnation of the same triage job.
+//!
+//! Beside the ledger: `logs/` keeps a copy of the end of each decided run's stderr and stdout
+//! (a requeued job's output files are truncated when it runs again), `scripts/` the batch
+//! script of each job triage saw, and `seen/` what the controller said about a run while it
+//! still held it (its expanded output paths), for when it no longer does.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use crate::backend::{AuditEvent, BackendError, ResourceChange};
+use crate::fsutil::{self, FolderLock};
+use crate::model::{Action, Attempt};
+
+/// One run of one Slurm job: its own id (an array task's raw id) and its submit time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RunKey {
+    pub raw_id: u64,
+    pub submit: Timestamp,
+}
+
+/// A Slurm job that carries a triage job: the original, or a resubmission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Incarnation {
+    /// The job id (for an array task: the array's id).
+    pub job_id: u64,
+    /// The array task, for an array workflow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<u32>,
+}
+
+/// One line of the ledger.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "entry", rename_all = "snake_case")]
+pub enum Entry {
+    /// A decision on one run, before any command was sent.
+    Begin {
+        id: String,
+        workflow_id: i64,
+        job_id: i64,
+        run: RunKey,
+        action: Action,
+        /// The attempt decided on, as it was (state, exit code, where its logs were copied).
+        attempt: Box<Attempt>,
+        #[serde(default)]
+        change: ResourceChange,
+        audit: AuditEvent,
+    },
+    /// Every command of decision `id` succeeded.
+    Done {
+        id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resubmitted: Option<Incarnation>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        canceled: Vec<i64>,
+        when: Timestamp,
+    },
+    /// Decision `id` changed nothing on the cluster and was dropped (found by recovery).
+    Abandoned { id: String, why: String, when: Timestamp },
+    /// Any other audit event of a workflow.
+    Event { workflow_id: i64, event: AuditEvent },
+}
+
+/// A decision and how it ended.
+#[derive(Debug, Clone)]
+pub struct Decision {
+    pub id: String,
+    pub workflow_id: i64,
+    pub job_id: i64,
+    pub run: RunKey,
+    pub action: Action,
+    pub attempt: Attempt,
+    pub change: ResourceChange,
+    pub audit: AuditEvent,
+    /// `None` while begun and not ended.
+    pub end: Option<End>,
+}
+
+/// How a decision ended.
+#[derive(Debug, Clone)]
+pub enum End {
+    Done { resubmitted: Option<Incarnation>, canceled: Vec<i64> },
+    Abandoned,
+}
+
+/// Everything in the ledger, indexed.
+#[derive(Debug, Default, Clone)]
+pub struct Book {
+    pub decisions: Vec<Decision>,
+    /// Decisions by run (the last one that did not end abandoned).
+    by_run: HashMap<RunKey, usize>,
+    pub events: Vec<(i64, AuditEvent)>,
+}
+
+impl Book {
+    /// The standing decision on `run`: done, or begun and not ended.
+    pub fn on_run(&self, run: &RunKey) -> Option<&Decision> {
+        self.by_run.get(run).map(|&i| &self.decisions[i])
+    }
+
+    /// The resubmissions of a triage job, in order.
+    pub fn incarnations(&self, workflow_id: i64, job_id: i64) -> Vec<Incarnation> {
+        self.decisions
+            .iter()
+            .filter(|d| d.workflow_id == workflow_id && d.job_id == job_id)
+            .filter_map(|d| match &d.end {
+                Some(End::Done { resubmitted: Some(i), .. }) => Some(*i),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every resubmission made for `workflow_id`, with the triage job it carries.
+    pub fn resubmissions(&self, workflow_id: i64) -> Vec<(i64, Incarnation)> {
+        self.decisions
+            .iter()
+            .filter(|d| d.workflow_id == workflow_id)
+            .filter_map(|d| match &d.end {
+                Some(End::Done { resubmitted: Some(i), .. }) => Some((d.job_id, *i)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Decisions of `workflow_id` that began and never ended.
+    pub fn unfinished(&self, workflow_id: i64) -> Vec<&Decision> {
+        self.decisions.iter().filter(|d| d.workflow_id == workflow_id && d.end.is_none()).collect()
+    }
+}
+
+/// The ledger of one cluster, and the folders beside it.
+#[derive(Debug, Clone)]
+pub struct Ledger {
+    dir: PathBuf,
+}
+
+impl Ledger {
+    /// The ledger in `dir` (`TRIAGE_STATE_DIR/slurm/<cluster>`), created if missing.
+    pub fn open(dir: PathBuf) -> Result<Ledger, BackendError> {
+        for sub in ["", "logs", "scripts", "seen"] {
+            let d = dir.join(sub);
+            std::fs::create_dir_all(&d).map_err(|e| BackendError::io(&d, e))?;
+        }
+        Ok(Ledger { dir })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.join("ledger.jsonl")
+    }
+
+    /// The cluster folder's lock: held across a move's check, commands and entries, so two
+    /// triage processes never decide one run twice.
+    pub fn lock(&self) -> Result<FolderLock, BackendError> {
+        FolderLock::acquire(&self.dir).map_err(|e| BackendError::io(&self.dir, e))
+    }
+
+    /// Append one entry, durably.
+    pub fn append(&self, entry: &Entry) -> Result<(), BackendError> {
+        let line = serde_json::to_string(entry).map_err(|e| BackendError::Internal(e.to_string()))?;
+        fsutil::append_line(&self.path(), &line).map_err(|e| BackendError::io(self.path(), e))
+    }
+
+    /// Read and index every entry. A line that does not parse (a torn write of a killed
+    /// process is the only way to get one) is skipped with a warning.
+    pub fn read(&self) -> Result<Book, BackendError> {
+        let path = self.path();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(BackendError::io(&path, e)),
+        };
+        let mut book = Book::default();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            let entry: Entry = match serde_json::from_str(line) {
+                Ok(e) => e,
+                Err(e) => {
+                    tracing::warn!("{}:{}: skipped an unreadable ledger line: {e}", path.display(), n + 1);
+                    continue;
+                }
+            };
+            match entry {
+                Entry::Begin { id, workflow_id, job_id, run, action, attempt, change, audit } => {
+                    index.insert(id.clone(), book.decisions.len());
+                    book.by_run.insert(run, book.decisions.len());
+                    book.decisions.push(Decision {
+                        id,
+                        workflow_id,
+                        job_id,
+                        run,
+                        action,
+                        attempt: *attempt,
+                        change,
+                        audit,
+                        end: None,
+                    });
+                }
+                Entry::Done { id, resubmitted, canceled, .. } => {
+                    if let Some(&i) = index.get(&id) {
+                        book.decisions[i].end = Some(End::Done { resubmitted, canceled });
+                    }
+                }
+                Entry::Abandoned { id, .. } => {
+                    if let Some(&i) = index.get(&id) {
+                        book.decisions[i].end = Some(End::Abandoned);
+                        let run = book.decisions[i].run;
+                        if book.by_run.get(&run) == Some(&i) {
+                            book.by_run.remove(&run);
+                        }
+                    }
+                }
+                Entry::Event { workflow_id, event } => book.events.push((workflow_id, event)),
+            }
+        }
+        Ok(book)
+    }
+
+    /// Where the copy of a run's stderr (`err`) or stdout (`out`) tail goes.
+    pub fn log_copy(&self, run: &RunKey, ext: &str) -> PathBuf {
+        self.dir.join("logs").join(format!("{}-{}.{ext}", run.raw_id, run.submit.as_second()))
+    }
+
+    /// Where a job's batch script is kept.
+    pub fn script(&self, job_id: u64) -> PathBuf {
+        self.dir.join("scripts").join(format!("{job_id}.sh"))
+    }
+
+    /// What the controller said about a run (`seen/<raw>-<submit>.json`).
+    pub fn seen(&self, run: &RunKey) -> PathBuf {
+        self.dir.join("seen").join(format!("{}-{}.json", run.raw_id, run.submit.as_second()))
+    }
+}
+
+/// A fresh decision id.
+pub fn decision_id(workflow_id: i64, job_id: i64, run: &RunKey) -> String {
+    format!("{workflow_id}-{job_id}-{}-{}-{}", run.raw_id, run.submit.as_second(), Timestamp::now().as_nanosecond())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempt() -> Attempt {
+        serde_json::from_str(r#"{"attempt_id": 1, "return_code": 1}"#).unwrap()
+    }
+
+    #[test]
+    fn decisions_end_and_abandoned_ones_free_the_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let l = Ledger::open(tmp.path().join("c")).unwrap();
+        let run = RunKey { raw_id: 15, submit: "2026-11-23T18:20:21Z".parse().unwrap() };
+        let begin = |id: &str| Entry::Begin {
+            id: id.into(),
+            workflow_id: 15,
+            job_id: 15,
+            run,
+            action: Action::Retry,
+            attempt: Box::new(attempt()),
+            change: ResourceChange::default(),
+            audit: AuditEvent::now("t", "retry", Some(15), "r"),
+        };
+        l.append(&begin("a")).unwrap();
+        assert!(l.read().unwrap().on_run(&run).unwrap().end.is_none());
+        assert_eq!(l.read().unwrap().unfinished(15).len(), 1);
+        l.append(&Entry::Abandoned { id: "a".into(), why: "nothing moved".into(), when: Timestamp::now() }).unwrap();
+        assert!(l.read().unwrap().on_run(&run).is_none(), "an abandoned decision leaves the run undecided");
+        l.append(&begin("b")).unwrap();
+        let inc = Incarnation { job_id: 40, task: None };
+        l.append(&Entry::Done { id: "b".into(), resubmitted: Some(inc), canceled: vec![], when: Timestamp::now() })
+            .unwrap();
+        std::fs::write(l.path(), format!("{}{{\"entry\": \"begi", std::fs::read_to_string(l.path()).unwrap())).unwrap();
+        let book = l.read().unwrap();
+        assert!(matches!(book.on_run(&run).unwrap().end, Some(End::Done { .. })));
+        assert_eq!(book.incarnations(15, 15), vec![inc]);
+    }
+}

@@ -1,0 +1,264 @@
+//! The `slurm:` backend against a real Slurm 22.05 cluster (slurmctld, slurmd, slurmdbd with
+//! MariaDB; `tests/slurm/cluster.sh start ROOT` starts one on loopback, and the README's test
+//! command does it). Real jobs fail for real (a Python traceback, a cgroup OOM kill, a missing
+//! module), the real `triage` binary triages them through `sacct`/`scontrol`/`sbatch`/`scancel`,
+//! and Slurm runs the retries.
+//!
+//! The scenarios share one cluster, so they run one after another in a single test.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn slurm_conf() -> String {
+    let conf = std::env::var("SLURM_CONF").unwrap_or_default();
+    assert!(
+        !conf.is_empty() && Path::new(&conf).is_file(),
+        "SLURM_CONF is not set to a slurm.conf: start a test cluster first with \
+         `eval \"$(bash tests/slurm/cluster.sh start ~/.cache/triage/slurm)\"` (the README's test \
+         command does it), or point SLURM_CONF at a cluster you may submit jobs to"
+    );
+    let ping = Command::new("scontrol").arg("ping").output();
+    assert!(
+        ping.as_ref().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("UP")),
+        "slurmctld does not answer `scontrol ping` ({ping:?}): start it with tests/slurm/cluster.sh start ROOT"
+    );
+    conf
+}
+
+fn run(cmd: &str, args: &[&str]) -> Output {
+    Command::new(cmd).args(args).output().unwrap_or_else(|e| panic!("cannot run {cmd}: {e}"))
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn sbatch(dir: &Path, args: &[&str]) -> u64 {
+    let mut all = vec!["--parsable", "-D", dir.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let o = run("sbatch", &all);
+    assert!(o.status.success(), "sbatch {all:?}: {}", text(&o));
+    String::from_utf8_lossy(&o.stdout).trim().parse().unwrap_or_else(|_| panic!("sbatch printed {}", text(&o)))
+}
+
+/// The final runs of `ids` as sacct shows them: `(JobID, State, ReqMem)` for job rows.
+fn sacct(ids: &str) -> Vec<(String, String, String)> {
+    let o = run("sacct", &["-D", "-P", "-n", "-X", "-j", ids, "-o", "JobID,State,ReqMem,JobName"]);
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('|').collect();
+            (f.len() >= 4).then(|| (f[0].to_string(), f[1].to_string(), f[2].to_string()))
+        })
+        .collect()
+}
+
+/// Wait until every job of `ids` has ended: the last run of each is over (a `REQUEUED` row
+/// that a later run follows is history), with no placeholder rows, and at least `at_least_rows`
+/// runs in all.
+fn wait_ended(ids: &str, at_least_rows: usize) {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let o = run("sacct", &["-D", "-P", "-n", "-X", "-j", ids, "-o", "JobID,State,JobName,WorkDir"]);
+        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        let rows: Vec<Vec<&str>> =
+            out.lines().map(|l| l.split('|').collect()).filter(|f: &Vec<&str>| f.len() >= 4).collect();
+        let mut last: std::collections::HashMap<&str, &Vec<&str>> = std::collections::HashMap::new();
+        for r in &rows {
+            last.insert(r[0], r);
+        }
+        let busy = last.values().any(|f| {
+            matches!(f[1], "PENDING" | "RUNNING" | "REQUEUED" | "COMPLETING" | "CONFIGURING")
+                || f[2] == "allocation"
+                || f[3].is_empty()
+        });
+        if rows.len() >= at_least_rows && !busy {
+            return;
+        }
+        assert!(Instant::now() < deadline, "jobs {ids} did not end in 180 s:\n{out}");
+        std::thread::sleep(Duration::from_millis(700));
+    }
+}
+
+fn triage_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_triage"))
+}
+
+fn triage(state: &Path, args: &[&str]) -> Output {
+    Command::new(triage_bin())
+        .args(["--backend", "slurm:"])
+        .args(args)
+        .env("TRIAGE_STATE_DIR", state)
+        .env("CI", "1")
+        .env_remove("TRIAGE_BACKEND")
+        .env_remove("TORC_API_URL")
+        .output()
+        .unwrap()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(o)))
+}
+
+fn jobs_of(plan: &Value) -> Vec<(i64, String, String, String)> {
+    plan["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["job_id"].as_i64().unwrap(),
+                j["proposed"]["action"].as_str().unwrap_or("-").to_string(),
+                j["validation"]["status"].as_str().unwrap_or("").to_string(),
+                j["outcome"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+fn ledger(state: &Path) -> Vec<Value> {
+    let path = state.join("slurm/triage/ledger.jsonl");
+    std::fs::read_to_string(&path).unwrap_or_default().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn min_job_age(secs: u32) {
+    let root = std::env::var("TRIAGE_SLURM_ROOT").expect("TRIAGE_SLURM_ROOT (cluster.sh start prints it)");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/slurm/cluster.sh");
+    let o = run("bash", &[script, "min-job-age", &root, &secs.to_string()]);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+const ARRAY: &str = r#"#!/bin/bash
+#SBATCH --job-name=tri-arr
+#SBATCH --array=1-5
+#SBATCH --mem=100M
+#SBATCH --output=%x-%A_%a.out
+#SBATCH --error=%x-%A_%a.err
+case $SLURM_ARRAY_TASK_ID in
+  1) echo fine ;;
+  2) if [ -f flaky-$SLURM_ARRAY_JOB_ID ]; then echo "second try ok"; exit 0; fi
+     touch flaky-$SLURM_ARRAY_JOB_ID
+     echo "ConnectionResetError: [Errno 104] Connection reset by peer" >&2; exit 1 ;;
+  3) python3 -c 'def broken(:' ;;
+  4) python3 -c 'import numpy_that_is_not_installed' ;;
+  5) python3 -c 'import time; x = bytearray(400 * 1024 * 1024); time.sleep(2); print("allocated")' ;;
+esac
+"#;
+
+#[test]
+fn slurm_arrays_chains_requeues_and_resubmissions() {
+    slurm_conf();
+    let tmp = tempfile::Builder::new().prefix("triage-slurm-").tempdir_in("/tmp").unwrap();
+    let dir = tmp.path();
+    let state = dir.join("state");
+    std::fs::write(dir.join("policy.toml"), "memory_growth = 10.0\n").unwrap();
+    let policy = dir.join("policy.toml");
+    let policy = policy.to_str().unwrap();
+
+    // 1. An array: one task fine, one flaky, two real bugs, one OOM kill (cgroup).
+    std::fs::write(dir.join("array.sh"), ARRAY).unwrap();
+    let array = sbatch(dir, &[dir.join("array.sh").to_str().unwrap()]);
+    let aid = array.to_string();
+    wait_ended(&aid, 5);
+    let dry =
+        triage(&state, &["run", "--workflow", &aid, "--agent", "rules", "--dry-run", "--json", "--policy", policy]);
+    assert_eq!(dry.status.code(), Some(0), "{}", text(&dry));
+    let plan = json(&dry);
+    let got = jobs_of(&plan);
+    assert_eq!(
+        got.iter().map(|(j, a, _, o)| (*j, a.as_str(), o.as_str())).collect::<Vec<_>>(),
+        vec![
+            (2, "retry", "would_apply"),
+            (3, "fail", "would_apply"),
+            (4, "fail", "would_apply"),
+            (5, "retry", "would_apply")
+        ],
+        "{}",
+        plan
+    );
+    let j5 = &plan["jobs"][3];
+    assert_eq!(j5["name"], format!("{aid}_5"), "array tasks are shown as ARRAY_TASK");
+    assert_eq!(j5["catalog"]["category"], "oom", "{j5}");
+    assert_eq!(j5["validation"]["resources"]["memory"]["after"], "1000m", "{j5}");
+    assert!(ledger(&state).is_empty(), "a dry run decides nothing");
+
+    let applied = triage(&state, &["run", "--workflow", &aid, "--agent", "rules", "--json", "--policy", policy]);
+    assert_eq!(applied.status.code(), Some(0), "{}", text(&applied));
+    let outcomes: Vec<String> = jobs_of(&json(&applied)).into_iter().map(|j| j.3).collect();
+    assert_eq!(outcomes, ["applied"; 4], "{}", text(&applied));
+    // Slurm reruns the two retried tasks (requeued: same ids) and they now succeed.
+    wait_ended(&aid, 7);
+    let rows = sacct(&aid);
+    let last = |task: &str| rows.iter().rev().find(|r| r.0 == format!("{aid}_{task}")).cloned().unwrap();
+    assert_eq!(last("2").1, "COMPLETED", "{rows:?}");
+    assert_eq!((last("5").1.as_str(), last("5").2.as_str()), ("COMPLETED", "1000M"), "{rows:?}");
+    assert_eq!(last("3").1, "FAILED");
+    assert_eq!(rows.iter().filter(|r| r.0 == format!("{aid}_3")).count(), 1, "a failed task is not rerun");
+    let entries = ledger(&state);
+    let done = entries.iter().filter(|e| e["entry"] == "done").count();
+    assert_eq!(done, 4, "{entries:?}");
+    // The first run's stderr survives its truncation by the rerun: the ledger kept a copy.
+    let logs = triage(&state, &["logs", "--workflow", &aid, "--job", "2", "--attempt", "1"]);
+    assert!(text(&logs).contains("ConnectionResetError"), "{}", text(&logs));
+    // Nothing is decided twice: a second run finds nothing to do.
+    let again = triage(&state, &["run", "--workflow", &aid, "--agent", "rules", "--json"]);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert!(json(&again)["jobs"].as_array().unwrap().is_empty(), "{}", text(&again));
+    let status = triage(&state, &["run", "--workflow", &aid, "--agent", "rules", "--dry-run", "--json"]);
+    assert_eq!(ledger(&state).len(), entries.len(), "{}", text(&status));
+
+    // 2. A chain whose root fails for good: its dependent is canceled, not left pending forever.
+    let root = sbatch(dir, &["--job-name=tri-bug", "--wrap", "python3 -c 'import module_that_is_missing'"]);
+    let child = sbatch(dir, &["--job-name=tri-child", &format!("--dependency=afterok:{root}"), "--wrap", "echo never"]);
+    wait_ended(&root.to_string(), 1);
+    let o = triage(&state, &["run", "--workflow", &root.to_string(), "--agent", "rules", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let plan = json(&o);
+    assert_eq!(jobs_of(&plan)[0].3, "applied", "{plan}");
+    assert_eq!(plan["jobs"][0]["canceled"], serde_json::json!([child]), "{plan}");
+    wait_ended(&child.to_string(), 1);
+    assert!(sacct(&child.to_string())[0].1.starts_with("CANCELLED"), "{:?}", sacct(&child.to_string()));
+
+    // 3. Resubmission: an OOM job the controller has forgotten goes back as a new job with
+    //    more memory, recorded as the next attempt, and its dependent waits for the new one.
+    let oom = sbatch(
+        dir,
+        &[
+            "--job-name=tri-oom",
+            "--mem=60M",
+            "--wrap",
+            "python3 -c 'import time; x = bytearray(300 * 1024 * 1024); time.sleep(1); print(\"done\")'",
+        ],
+    );
+    let after = sbatch(dir, &["--job-name=tri-after", &format!("--dependency=afterok:{oom}"), "--wrap", "echo after"]);
+    wait_ended(&oom.to_string(), 1);
+    assert_eq!(sacct(&oom.to_string())[0].1, "OUT_OF_MEMORY");
+    // Seen once while the controller holds it (its script and paths are kept), then forgotten.
+    let first = triage(&state, &["run", "--workflow", &oom.to_string(), "--agent", "rules", "--dry-run", "--json"]);
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+    min_job_age(2);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while run("scontrol", &["show", "job", &oom.to_string()]).status.success() {
+        assert!(Instant::now() < deadline, "the controller did not forget job {oom}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    min_job_age(30);
+    let o = triage(&state, &["run", "--workflow", &oom.to_string(), "--agent", "rules", "--json", "--policy", policy]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let resub = ledger(&state)
+        .into_iter()
+        .rev()
+        .find(|e| e["entry"] == "done" && e["resubmitted"].is_object())
+        .expect("a resubmission in the ledger");
+    let new_id = resub["resubmitted"]["job_id"].as_u64().unwrap();
+    assert_ne!(new_id, oom);
+    wait_ended(&format!("{new_id},{after}"), 2);
+    assert_eq!(sacct(&new_id.to_string())[0].1, "COMPLETED", "{:?}", sacct(&new_id.to_string()));
+    assert_eq!(sacct(&new_id.to_string())[0].2, "600M");
+    assert_eq!(sacct(&after.to_string())[0].1, "COMPLETED", "the dependent followed the new job");
+    let view = triage(&state, &["run", "--workflow", &oom.to_string(), "--agent", "rules", "--dry-run", "--json"]);
+    assert!(json(&view)["jobs"].as_array().unwrap().is_empty(), "{}", text(&view));
+}
