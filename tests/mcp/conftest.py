@@ -61,10 +61,10 @@ def server_env():
 
 
 @contextlib.asynccontextmanager
-async def stdio_session(*args, client_name=None):
+async def stdio_session(*args, client_name=None, env=None):
     """A session with a real triage-mcp over stdio; `client_name` is the clientInfo name the
-    client announces (the SDK's own by default)."""
-    params = StdioServerParameters(command=str(TRIAGE_MCP), args=list(args), env=server_env())
+    client announces (the SDK's own by default); `env` adds to the server's environment."""
+    params = StdioServerParameters(command=str(TRIAGE_MCP), args=list(args), env={**server_env(), **(env or {})})
     info = None
     if client_name is not None:
         from mcp import types

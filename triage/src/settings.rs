@@ -166,6 +166,22 @@ impl Settings {
         Ok(Engine::new(backend, catalog, self.policy.clone()))
     }
 
+    /// The environment a `triage-mcp` started by an agent must have to see what these settings
+    /// see, beyond its arguments: the state folder (where the Slurm ledger lives) and
+    /// `SLURM_CONF`. MCP clients start servers with a filtered environment, so `triage run`
+    /// writes these into the configuration it hands the agent. No credentials: those stay in
+    /// the environment of the person's own process.
+    pub fn server_env(&self) -> Vec<(String, String)> {
+        let mut env = vec![(
+            "TRIAGE_STATE_DIR".to_string(),
+            absolute(&crate::resilience::CircuitBook::default_dir()).display().to_string(),
+        )];
+        if let Some(conf) = std::env::var_os("SLURM_CONF").filter(|v| !v.is_empty()) {
+            env.push(("SLURM_CONF".into(), absolute(std::path::Path::new(&conf)).display().to_string()));
+        }
+        env
+    }
+
     /// The `triage-mcp` arguments that make a server see what these settings see: the same
     /// backend, Torc output directory, catalog files and policy, all as absolute paths.
     pub fn server_args(&self) -> Vec<String> {

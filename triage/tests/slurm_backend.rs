@@ -4,7 +4,7 @@
 //! module), the real `triage` binary triages them through `sacct`/`scontrol`/`sbatch`/`scancel`,
 //! and Slurm runs the retries.
 //!
-//! The scenarios share one cluster, so they run one after another in a single test.
+//! The scenarios share one cluster, so they run one after another (a lock).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -148,9 +148,17 @@ case $SLURM_ARRAY_TASK_ID in
 esac
 "#;
 
+/// The scenarios share one cluster (and its MinJobAge): one at a time.
+static CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn cluster() -> std::sync::MutexGuard<'static, ()> {
+    slurm_conf();
+    CLUSTER.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 #[test]
 fn slurm_arrays_chains_requeues_and_resubmissions() {
-    slurm_conf();
+    let _one = cluster();
     let tmp = tempfile::Builder::new().prefix("triage-slurm-").tempdir_in("/tmp").unwrap();
     let dir = tmp.path();
     let state = dir.join("state");
@@ -261,4 +269,252 @@ fn slurm_arrays_chains_requeues_and_resubmissions() {
     assert_eq!(sacct(&after.to_string())[0].1, "COMPLETED", "the dependent followed the new job");
     let view = triage(&state, &["run", "--workflow", &oom.to_string(), "--agent", "rules", "--dry-run", "--json"]);
     assert!(json(&view)["jobs"].as_array().unwrap().is_empty(), "{}", text(&view));
+}
+
+/// A 60-task array with a mix of failures, each kind in its own range of tasks.
+const MIXED: &str = r#"#!/bin/bash
+#SBATCH --job-name=tri-mix
+#SBATCH --array=1-60
+#SBATCH --mem=100M
+#SBATCH --output=%x-%A_%a.out
+#SBATCH --error=%x-%A_%a.err
+t=$SLURM_ARRAY_TASK_ID
+marker=flaky-$SLURM_ARRAY_JOB_ID-$t
+if   [ $t -le 30 ]; then echo fine
+elif [ $t -le 42 ]; then
+  if [ -f $marker ]; then echo "reached the database"; exit 0; fi
+  touch $marker
+  python3 -c 'import socket; socket.create_connection(("127.0.0.1", 9))'
+elif [ $t -le 48 ]; then python3 -c 'import module_that_is_missing'
+elif [ $t -le 54 ]; then python3 -c 'import time; x = bytearray(400 * 1024 * 1024); time.sleep(1)'
+else echo "the frobnicator gave up on stage $t" >&2; exit 3
+fi
+"#;
+
+/// A directory with an `scontrol` that logs each call to `log` and, when `kill_on` names a
+/// subcommand, kills its caller (triage) instead of running it: a crash in mid-move.
+fn scontrol_shim(dir: &Path, log: &Path, kill_on: Option<&str>) -> PathBuf {
+    let real = String::from_utf8_lossy(&run("sh", &["-c", "command -v scontrol"]).stdout).trim().to_string();
+    let bin = dir.join(format!("shim-{}", kill_on.unwrap_or("log")));
+    std::fs::create_dir_all(&bin).unwrap();
+    let kill = match kill_on {
+        Some(cmd) => format!("if [ \"$1\" = {cmd} ]; then kill -9 $PPID; exit 1; fi\n"),
+        None => String::new(),
+    };
+    let script = format!("#!/bin/bash\necho \"$*\" >> {}\n{kill}exec {real} \"$@\"\n", log.display());
+    let path = bin.join("scontrol");
+    std::fs::write(&path, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+fn triage_with_path(state: &Path, path_first: &Path, args: &[&str]) -> Output {
+    let path = format!("{}:{}", path_first.display(), std::env::var("PATH").unwrap_or_default());
+    Command::new(triage_bin())
+        .args(["--backend", "slurm:"])
+        .args(args)
+        .env("TRIAGE_STATE_DIR", state)
+        .env("PATH", path)
+        .env("CI", "1")
+        .env_remove("TRIAGE_BACKEND")
+        .env_remove("TORC_API_URL")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn slurm_sixty_tasks_batched_a_crash_mid_move_and_two_applies_at_once() {
+    let _one = cluster();
+    let tmp = tempfile::Builder::new().prefix("triage-slurm-mix-").tempdir_in("/tmp").unwrap();
+    let dir = tmp.path();
+    let state = dir.join("state");
+    std::fs::write(dir.join("policy.toml"), "memory_growth = 10.0\n").unwrap();
+    let policy = dir.join("policy.toml");
+    let policy = policy.to_str().unwrap();
+    std::fs::write(dir.join("mix.sh"), MIXED).unwrap();
+    let array = sbatch(dir, &[dir.join("mix.sh").to_str().unwrap()]);
+    let aid = array.to_string();
+    wait_ended(&aid, 60);
+
+    // A dry run: every kind where it belongs, the unknown ones left to a person, nothing moved.
+    let dry =
+        triage(&state, &["run", "--workflow", &aid, "--agent", "rules", "--dry-run", "--json", "--policy", policy]);
+    assert_eq!(dry.status.code(), Some(2), "{}", text(&dry));
+    let plan = json(&dry);
+    let by: std::collections::BTreeMap<i64, (String, String)> =
+        jobs_of(&plan).into_iter().map(|(j, a, _, o)| (j, (a, o))).collect();
+    assert_eq!(by.len(), 30, "{plan}");
+    for t in 31..=60 {
+        let want = match t {
+            31..=42 => ("retry", "would_apply"),
+            43..=48 => ("fail", "would_apply"),
+            49..=54 => ("retry", "would_apply"),
+            _ => ("-", "needs_review"),
+        };
+        assert_eq!((by[&t].0.as_str(), by[&t].1.as_str()), want, "task {t}: {plan}");
+    }
+    assert_eq!(sacct(&aid).len(), 60, "a dry run requeues nothing");
+
+    // The apply dies between `requeuehold` and `release` (its scontrol kills it).
+    let calls = dir.join("scontrol.log");
+    let killer = scontrol_shim(dir, &calls, Some("release"));
+    let crashed = triage_with_path(
+        &state,
+        &killer,
+        &["run", "--workflow", &aid, "--agent", "rules", "--json", "--policy", policy],
+    );
+    assert_eq!(crashed.status.code(), None, "triage was killed: {}", text(&crashed));
+    let log = std::fs::read_to_string(&calls).unwrap();
+    let holds: Vec<&str> = log.lines().filter(|l| l.starts_with("requeuehold")).collect();
+    // One command per resource change for the whole array: 12 network tasks, then 6 OOM tasks
+    // (the kill comes at the first release, so only the first group got that far).
+    assert_eq!(holds.len(), 1, "{log}");
+    let tasks: Vec<&str> = holds[0].trim_start_matches("requeuehold ").split(',').collect();
+    assert!(tasks.len() == 12 || tasks.len() == 6, "one requeuehold for the group: {log}");
+    let begun = ledger(&state).iter().filter(|e| e["entry"] == "begin").count();
+    assert_eq!(begun, 6 + 18, "fails and retries begun: {:?}", ledger(&state));
+
+    // Two runs at once: the first to take the ledger's lock finishes the interrupted move
+    // (releases the held tasks); neither moves a job twice.
+    let spawn = || {
+        Command::new(triage_bin())
+            .args(["--backend", "slurm:", "run", "--workflow", &aid, "--agent", "rules", "--json", "--policy", policy])
+            .env("TRIAGE_STATE_DIR", &state)
+            .env("CI", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    for o in [&a, &b] {
+        assert_eq!(o.status.code(), Some(2), "the unknown tasks still need a person: {}", text(o));
+    }
+    let repaired = [&a, &b]
+        .iter()
+        .map(|o| json(o)["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "repaired").count())
+        .sum::<usize>();
+    assert!(repaired >= 1, "the interrupted move was finished: {}\n{}", text(&a), text(&b));
+    wait_ended(&aid, 78);
+    let rows = sacct(&aid);
+    for t in 31..=60 {
+        let runs: Vec<&(String, String, String)> = rows.iter().filter(|r| r.0 == format!("{aid}_{t}")).collect();
+        let want = match t {
+            31..=42 | 49..=54 => 2,
+            _ => 1,
+        };
+        assert_eq!(runs.len(), want, "task {t} ran {} times: {runs:?}", runs.len());
+        if want == 2 {
+            assert_eq!(runs[1].1, "COMPLETED", "task {t}: {runs:?}");
+        }
+    }
+    let entries = ledger(&state);
+    let decided: std::collections::BTreeSet<String> =
+        entries.iter().filter(|e| e["entry"] == "begin").map(|e| e["run"].to_string()).collect();
+    assert_eq!(decided.len(), 24, "each run decided once: {entries:?}");
+    // The unknown tasks wait for a person, still pending_failed.
+    let view = triage(&state, &["run", "--workflow", &aid, "--agent", "rules", "--dry-run", "--json"]);
+    let left: Vec<i64> = jobs_of(&json(&view)).into_iter().map(|j| j.0).collect();
+    assert_eq!(left, (55..=60).collect::<Vec<_>>(), "{}", text(&view));
+}
+
+/// Wait until job `id` is RUNNING.
+fn wait_running(id: u64) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let o = run("squeue", &["-h", "-j", &id.to_string(), "-o", "%T"]);
+        if String::from_utf8_lossy(&o.stdout).trim() == "RUNNING" {
+            return;
+        }
+        assert!(Instant::now() < deadline, "job {id} did not start: {}", text(&o));
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+#[test]
+fn slurm_node_failure_preemption_timeout_and_a_crash_after_sbatch() {
+    let _one = cluster();
+    let tmp = tempfile::Builder::new().prefix("triage-slurm-infra-").tempdir_in("/tmp").unwrap();
+    let dir = tmp.path();
+    let state = dir.join("state");
+    let once = |name: &str| {
+        format!("if [ -f {name}.marker ]; then echo second run; exit 0; fi; touch {name}.marker; sleep 300")
+    };
+
+    // A node failure kills a --no-requeue job: NODE_FAIL is transient, but Slurm will not run
+    // that job again, and triage says so instead of trying.
+    let nf = sbatch(dir, &["--job-name=tri-nodefail", "--no-requeue", "--wrap", &once("nf")]);
+    wait_running(nf);
+    let down = run("scontrol", &["update", "nodename=localhost", "state=down", "reason=triage-test"]);
+    assert!(down.status.success(), "{}", text(&down));
+    wait_ended(&nf.to_string(), 1);
+    assert_eq!(sacct(&nf.to_string())[0].1, "NODE_FAIL");
+    let o = triage(&state, &["run", "--workflow", &nf.to_string(), "--agent", "rules", "--json"]);
+    let plan = json(&o);
+    assert_eq!(plan["jobs"][0]["proposed"]["action"], "retry", "{plan}");
+    assert_eq!(plan["jobs"][0]["outcome"], "error", "{plan}");
+    assert!(plan["jobs"][0]["notes"][0].as_str().unwrap().contains("--no-requeue"), "{plan}");
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+
+    // Preemption: a job filling the node in `debug` is preempted by one in `urgent`; the
+    // retry is charged to the preemption budget, requeued, and completes.
+    let low = sbatch(dir, &["--job-name=tri-low", "-c", "2", "--wrap", &once("low")]);
+    wait_running(low);
+    let high = sbatch(dir, &["--job-name=tri-high", "-p", "urgent", "-c", "1", "--wrap", "sleep 1"]);
+    wait_ended(&format!("{low},{high}"), 2);
+    assert_eq!(sacct(&low.to_string())[0].1, "PREEMPTED");
+    let o = triage(&state, &["run", "--workflow", &low.to_string(), "--agent", "rules", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let plan = json(&o);
+    assert_eq!(
+        (plan["jobs"][0]["proposed"]["action"].as_str(), plan["jobs"][0]["outcome"].as_str()),
+        (Some("retry"), Some("applied")),
+        "{plan}"
+    );
+    wait_ended(&low.to_string(), 2);
+    assert_eq!(sacct(&low.to_string()).last().unwrap().1, "COMPLETED");
+
+    // A time limit: retried with more time; and the process dies right after `sbatch` (the
+    // controller forgot the job, so the retry is a resubmission): the next run finds the new
+    // job by its comment and records it, instead of submitting a second one.
+    let name = format!("tri-timeout-{}", std::process::id());
+    let tmo = sbatch(dir, &[&format!("--job-name={name}"), "--time=0:05", "--wrap", &once("tmo")]);
+    wait_ended(&tmo.to_string(), 1);
+    assert_eq!(sacct(&tmo.to_string())[0].1, "TIMEOUT");
+    let seen = triage(&state, &["run", "--workflow", &tmo.to_string(), "--agent", "rules", "--dry-run", "--json"]);
+    // Slurm rounds the limit up to a minute; the retry asks for more.
+    let grown = &json(&seen)["jobs"][0]["validation"]["resources"]["runtime"];
+    assert_eq!(grown["before"], "PT1M", "{}", text(&seen));
+    assert!(grown["after"].as_str().is_some_and(|a| a != "PT1M"), "{}", text(&seen));
+    min_job_age(2);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while run("scontrol", &["show", "job", &tmo.to_string()]).status.success() {
+        assert!(Instant::now() < deadline, "the controller did not forget job {tmo}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    min_job_age(30);
+    let real = String::from_utf8_lossy(&run("sh", &["-c", "command -v sbatch"]).stdout).trim().to_string();
+    let shim = dir.join("shim-sbatch");
+    std::fs::create_dir_all(&shim).unwrap();
+    std::fs::write(shim.join("sbatch"), format!("#!/bin/bash\n{real} \"$@\"\nkill -9 $PPID\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(shim.join("sbatch"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let crashed =
+        triage_with_path(&state, &shim, &["run", "--workflow", &tmo.to_string(), "--agent", "rules", "--json"]);
+    assert_eq!(crashed.status.code(), None, "killed after sbatch: {}", text(&crashed));
+    let o = triage(&state, &["run", "--workflow", &tmo.to_string(), "--agent", "rules", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let plan = json(&o);
+    assert!(plan["events"].as_array().unwrap().iter().any(|e| e["kind"] == "repaired"), "{plan}");
+    assert!(plan["jobs"].as_array().unwrap().is_empty(), "nothing left to decide: {plan}");
+    let resubmissions: Vec<Value> =
+        ledger(&state).into_iter().filter(|e| e["entry"] == "done" && e["resubmitted"].is_object()).collect();
+    assert_eq!(resubmissions.len(), 1, "one new job, not two: {resubmissions:?}");
+    let new_id = resubmissions[0]["resubmitted"]["job_id"].as_u64().unwrap();
+    let by_name = run("sacct", &["-X", "-n", "-P", &format!("--name={name}"), "-o", "JobID"]);
+    assert_eq!(String::from_utf8_lossy(&by_name.stdout).lines().count(), 2, "{}", text(&by_name));
+    wait_ended(&new_id.to_string(), 1);
+    assert_eq!(sacct(&new_id.to_string())[0].1, "COMPLETED");
 }

@@ -121,6 +121,8 @@ pub struct AgentSetup {
     /// `triage-mcp` and the arguments that point it at the same backend, catalog and policy.
     pub mcp_command: String,
     pub mcp_args: Vec<String>,
+    /// Environment variables the server needs (the client's own is filtered).
+    pub mcp_env: Vec<(String, String)>,
     /// The rendered prompt.
     pub prompt: String,
     /// The folder for this run's files: MCP config, prompt, proposals, captured output.

@@ -54,6 +54,10 @@ pub enum BackendError {
     #[error("{0}")]
     Unsupported(String),
 
+    /// A batch of moves failed together; the text names the cause.
+    #[error("{0}")]
+    Batch(String),
+
     #[error("internal error: {0}; please report it with the command that caused it")]
     Internal(String),
 }

@@ -24,7 +24,7 @@ use async_trait::async_trait;
 pub use error::BackendError;
 pub use spec::{BackendOptions, BackendSpec, SpecSource, open_backend};
 pub use types::{
-    AuditEvent, Guard, JobPage, LogFile, LogStream, MoveOutcome, PageRequest, ResourceChange, WorkflowInfo,
+    AuditEvent, Guard, JobPage, LogFile, LogStream, MoveOutcome, PageRequest, ResourceChange, RetryMove, WorkflowInfo,
 };
 
 use crate::model::{Job, JobStatus};
@@ -74,6 +74,18 @@ pub trait JobBackend: Send + Sync {
         change: &ResourceChange,
         audit: &AuditEvent,
     ) -> Result<MoveOutcome, BackendError>;
+
+    /// Retry several jobs of one workflow, each as [`JobBackend::retry_job`] would, with one
+    /// outcome per move in order. A backend that can move many jobs with one request overrides
+    /// it (Slurm: an array's tasks go back with one `scontrol requeuehold` or one `sbatch
+    /// --array=3,17,42`); the default moves them one by one.
+    async fn retry_jobs(&self, workflow_id: i64, moves: &[RetryMove]) -> Vec<Result<MoveOutcome, BackendError>> {
+        let mut out = Vec::with_capacity(moves.len());
+        for m in moves {
+            out.push(self.retry_job(workflow_id, m.job_id, &m.guard, &m.change, &m.audit).await);
+        }
+        out
+    }
 
     /// Move a pending_failed job to `failed` (its not-yet-run dependents are canceled), if it
     /// is still as `guard` describes; `audit` is recorded with the change.

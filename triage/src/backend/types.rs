@@ -71,6 +71,15 @@ pub struct ResourceChange {
     pub runtime: Option<Runtime>,
 }
 
+/// One retry of a batch ([`super::JobBackend::retry_jobs`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryMove {
+    pub job_id: i64,
+    pub guard: Guard,
+    pub change: ResourceChange,
+    pub audit: AuditEvent,
+}
+
 /// The result of a guarded move.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "result", rename_all = "snake_case")]

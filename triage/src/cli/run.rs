@@ -109,6 +109,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         work_dir,
         mcp_command: ServerCommand::triage_mcp(std::env::current_exe().ok().as_deref(), vec![]).command,
         mcp_args: settings.server_args(),
+        mcp_env: settings.server_env(),
         seed,
         max_turns: args.max_turns,
         state_dir,

@@ -15,7 +15,7 @@ use super::proposal::Proposal;
 use super::rules;
 use super::validate::{Validation, ValidationStatus, validate};
 use super::{Engine, Evidence, Mode};
-use crate::backend::{AuditEvent, BackendError, Guard, MoveOutcome};
+use crate::backend::{AuditEvent, BackendError, Guard, MoveOutcome, RetryMove};
 use crate::model::{Action, JobStatus};
 
 impl Engine {
@@ -57,41 +57,49 @@ impl Engine {
     }
 
     /// Make the move `entry` describes, guarded by the state it was judged against. Call it
-    /// only for an entry [`Engine::judge`] (or [`Engine::apply_plan`]) found applicable: it
-    /// does not validate again.
+    /// only for an entry [`Engine::judge`] (or [`Engine::recheck`]) found applicable: it does
+    /// not validate again.
     pub async fn execute(&self, workflow_id: i64, entry: &PlanJob, who: &str) -> PlanJob {
-        let mut out = entry.clone();
-        let Some(proposal) = &entry.proposed else {
-            out.outcome = Outcome::NeedsReview;
-            return out;
-        };
-        let guard = Guard { status: JobStatus::PendingFailed, attempt_id: entry.attempt_id, run_id: entry.run_id };
-        let mut audit = AuditEvent::now(who, proposal.action.as_str(), Some(entry.job_id), proposal.reason.clone());
-        audit.details = serde_json::json!({
-            "source": proposal.source,
-            "authority": proposal.authority(),
-            "validation": entry.validation.status,
-        });
-        let result = match proposal.action {
-            Action::Retry => {
-                let change = entry.validation.resources.change();
-                self.backend.retry_job(workflow_id, entry.job_id, &guard, &change, &audit).await
-            }
-            Action::Fail => self.backend.fail_job(workflow_id, entry.job_id, &guard, &audit).await,
-        };
-        match result {
-            Ok(MoveOutcome::Moved { canceled, .. }) => {
-                out.outcome = Outcome::Applied;
-                out.canceled = canceled;
-            }
-            Ok(MoveOutcome::Stale { status, attempt_id, run_id }) => {
-                out.outcome = Outcome::Skipped;
-                out.notes
-                    .push(format!("moved on while applying: now {status} at attempt {attempt_id} of run {run_id}"));
-            }
-            Err(e) => return errored(out, e),
-        }
+        let mut out = [entry.clone()];
+        self.apply_ready(workflow_id, &mut out, who).await;
+        let [out] = out;
         out
+    }
+
+    /// Make the move of every entry whose outcome is `would_apply` (judged applicable, not
+    /// validated again): the retries go to the backend as one batch
+    /// ([`crate::backend::JobBackend::retry_jobs`]), the fails one by one.
+    pub async fn apply_ready(&self, workflow_id: i64, entries: &mut [PlanJob], who: &str) {
+        let mut retries: Vec<(&mut PlanJob, RetryMove)> = Vec::new();
+        for entry in entries.iter_mut().filter(|e| e.outcome == Outcome::WouldApply) {
+            let Some(proposal) = entry.proposed.clone() else { continue };
+            let guard = Guard { status: JobStatus::PendingFailed, attempt_id: entry.attempt_id, run_id: entry.run_id };
+            let mut audit = AuditEvent::now(who, proposal.action.as_str(), Some(entry.job_id), proposal.reason.clone());
+            audit.details = serde_json::json!({
+                "source": proposal.source,
+                "authority": proposal.authority(),
+                "validation": entry.validation.status,
+            });
+            match proposal.action {
+                Action::Retry => {
+                    let m =
+                        RetryMove { job_id: entry.job_id, guard, change: entry.validation.resources.change(), audit };
+                    retries.push((entry, m));
+                }
+                Action::Fail => {
+                    let result = self.backend.fail_job(workflow_id, entry.job_id, &guard, &audit).await;
+                    settle(entry, result);
+                }
+            }
+        }
+        if retries.is_empty() {
+            return;
+        }
+        let moves: Vec<RetryMove> = retries.iter().map(|(_, m)| m.clone()).collect();
+        let results = self.backend.retry_jobs(workflow_id, &moves).await;
+        for ((entry, _), result) in retries.into_iter().zip(results) {
+            settle(entry, result);
+        }
     }
 
     /// Re-check a plan entry against the job as it is now: skipped if it moved on, else
@@ -175,6 +183,24 @@ impl Engine {
         plan.dry_run = mode != Mode::Apply;
         plan.events.extend(events.into_iter().filter(|e| e.kind != "progress"));
         plan.summarize();
+    }
+}
+
+/// Record a move's result in its entry.
+fn settle(out: &mut PlanJob, result: Result<MoveOutcome, BackendError>) {
+    match result {
+        Ok(MoveOutcome::Moved { canceled, .. }) => {
+            out.outcome = Outcome::Applied;
+            out.canceled = canceled;
+        }
+        Ok(MoveOutcome::Stale { status, attempt_id, run_id }) => {
+            out.outcome = Outcome::Skipped;
+            out.notes.push(format!("moved on while applying: now {status} at attempt {attempt_id} of run {run_id}"));
+        }
+        Err(e) => {
+            out.outcome = Outcome::Error;
+            out.notes.push(e.to_string());
+        }
     }
 }
 

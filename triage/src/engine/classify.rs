@@ -122,10 +122,14 @@ impl Engine {
                     .notes
                     .push(format!("job {job_id} is not pending_failed; only pending_failed jobs can be classified"));
             }
-            if mode == Mode::Apply && entry.outcome == Outcome::WouldApply {
-                entry = self.execute(workflow_id, &entry, who).await;
-            }
             results.push(ClassifyResult { via_signature: via, entry });
+        }
+        if mode == Mode::Apply {
+            let mut entries: Vec<_> = results.iter().map(|r| r.entry.clone()).collect();
+            self.apply_ready(workflow_id, &mut entries, who).await;
+            for (r, entry) in results.iter_mut().zip(entries) {
+                r.entry = entry;
+            }
         }
         Ok((results, unmatched))
     }

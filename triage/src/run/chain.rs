@@ -229,6 +229,7 @@ async fn once(engine: &Engine, opts: &RunOptions, kind: AgentKind, n: u32) -> Re
         workflow_id: opts.workflow_id,
         mcp_command: opts.mcp_command.clone(),
         mcp_args,
+        mcp_env: opts.mcp_env.clone(),
         prompt: prompts::render(
             &opts.prompt_template,
             &[("workflow_id", &opts.workflow_id.to_string()), ("apply_note", prompts::PROPOSE_ONLY_NOTE)],

@@ -24,7 +24,7 @@ pub enum RunError {
     #[error(transparent)]
     Interrupted(#[from] Interrupted),
 }
-use crate::engine::{Engine, Mode, Outcome, PLAN_FORMAT_VERSION, Plan, RunEvent};
+use crate::engine::{Engine, Mode, PLAN_FORMAT_VERSION, Plan, RunEvent};
 
 /// Everything `triage run` was asked to do.
 #[derive(Debug, Clone)]
@@ -43,6 +43,8 @@ pub struct RunOptions {
     /// `triage-mcp` and the arguments that select the same backend, catalog and policy.
     pub mcp_command: String,
     pub mcp_args: Vec<String>,
+    /// The environment that server needs (`Settings::server_env`).
+    pub mcp_env: Vec<(String, String)>,
     pub seed: u64,
     pub max_turns: u32,
     pub state_dir: PathBuf,
@@ -100,14 +102,12 @@ pub async fn run(engine: &Engine, opts: &RunOptions, on_event: &(dyn Fn(&RunEven
     // tell the agent; nothing it recorded decides here.
     let mode = if opts.dry_run { Mode::DryRun } else { Mode::Apply };
     let who = format!("triage run ({})", choice.agent);
-    let mut jobs = Vec::with_capacity(evidence.len());
-    for ev in &evidence {
-        let proposal = choice.proposals.get(&ev.job.id).cloned();
-        let mut entry = engine.judge(ev, proposal, choice.rules_fallback, mode);
-        if mode == Mode::Apply && entry.outcome == Outcome::WouldApply {
-            entry = engine.execute(opts.workflow_id, &entry, &who).await;
-        }
-        jobs.push(entry);
+    let mut jobs: Vec<_> = evidence
+        .iter()
+        .map(|ev| engine.judge(ev, choice.proposals.get(&ev.job.id).cloned(), choice.rules_fallback, mode))
+        .collect();
+    if mode == Mode::Apply {
+        engine.apply_ready(opts.workflow_id, &mut jobs, &who).await;
     }
     let mut plan = Plan {
         format: PLAN_FORMAT_VERSION,

@@ -56,6 +56,10 @@ pub(super) fn args(
         format!("tool_output_token_limit={CODEX_TOOL_OUTPUT_TOKENS}"),
         format!("mcp_servers.triage.command={}", toml_str(&setup.mcp_command)),
         format!("mcp_servers.triage.args=[{}]", mcp_args.join(",")),
+        format!(
+            "mcp_servers.triage.env={{{}}}",
+            setup.mcp_env.iter().map(|(k, v)| format!("{k}={}", toml_str(v))).collect::<Vec<_>>().join(",")
+        ),
         "mcp_servers.triage.required=true".into(),
         "mcp_servers.triage.default_tools_approval_mode=\"approve\"".into(),
         format!("mcp_servers.triage.enabled_tools=[{}]", tools.join(",")),

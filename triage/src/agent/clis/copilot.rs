@@ -19,7 +19,7 @@ pub(super) fn args(
     let mut mcp_args = setup.mcp_args.clone();
     mcp_args.extend(["--max-answer-bytes".to_string(), COPILOT_MAX_ANSWER_BYTES.to_string()]);
     let body = serde_json::json!({"mcpServers": {"triage": {
-        "type": "local", "command": setup.mcp_command, "args": mcp_args, "tools": ["*"]}}});
+        "type": "local", "command": setup.mcp_command, "args": mcp_args, "env": super::env_object(setup), "tools": ["*"]}}});
     std::fs::write(&config, body.to_string())
         .map_err(|e| AgentFailure::Crashed(format!("cannot write {}: {e}", config.display())))?;
     let available: Vec<String> = TOOLS.iter().map(|t| format!("triage-{t}")).collect();

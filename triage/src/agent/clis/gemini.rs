@@ -20,7 +20,7 @@ pub(super) fn args(
     })?;
     let core: Vec<String> = TOOLS.iter().map(|t| format!("mcp_triage_{t}")).collect();
     let mut body = serde_json::json!({
-        "mcpServers": {"triage": {"command": setup.mcp_command, "args": setup.mcp_args, "trust": true, "includeTools": TOOLS}},
+        "mcpServers": {"triage": {"command": setup.mcp_command, "args": setup.mcp_args, "env": super::env_object(setup), "trust": true, "includeTools": TOOLS}},
         "mcp": {"allowed": ["triage"]},
         "tools": {"core": core},
         "model": {"maxSessionTurns": setup.max_turns},

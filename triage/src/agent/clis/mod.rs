@@ -75,7 +75,8 @@ pub struct AgentFiles {
 fn write_files(setup: &AgentSetup) -> std::io::Result<AgentFiles> {
     std::fs::create_dir_all(&setup.work_dir)?;
     let mcp_config = setup.work_dir.join("mcp-config.json");
-    let config = serde_json::json!({"mcpServers": {"triage": {"command": setup.mcp_command, "args": setup.mcp_args}}});
+    let config = serde_json::json!({"mcpServers": {"triage": {
+        "command": setup.mcp_command, "args": setup.mcp_args, "env": env_object(setup)}}});
     std::fs::write(&mcp_config, serde_json::to_vec_pretty(&config)?)?;
     let prompt = setup.work_dir.join("prompt.md");
     std::fs::write(&prompt, &setup.prompt)?;
@@ -139,6 +140,11 @@ fn cli_invocation(kind: AgentKind, setup: &AgentSetup, files: &AgentFiles) -> Re
         stdin: Some(files.prompt.clone()),
         cwd: Some(setup.work_dir.clone()),
     })
+}
+
+/// The server's environment as a JSON object (the shape every client's configuration takes).
+fn env_object(setup: &AgentSetup) -> serde_json::Value {
+    serde_json::Value::Object(setup.mcp_env.iter().map(|(k, v)| (k.clone(), v.clone().into())).collect())
 }
 
 /// `&["a", "b"]` as owned strings.

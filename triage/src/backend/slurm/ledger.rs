@@ -68,6 +68,9 @@ pub enum Entry {
         canceled: Vec<i64>,
         when: Timestamp,
     },
+    /// About to `sbatch` for decisions `ids`, with `--comment=TOKEN`: if the process dies
+    /// before their `Done`, recovery finds the submission by its comment.
+    Submitting { ids: Vec<String>, token: String, when: Timestamp },
     /// Decision `id` changed nothing on the cluster and was dropped (found by recovery).
     Abandoned { id: String, why: String, when: Timestamp },
     /// Any other audit event of a workflow.
@@ -103,6 +106,8 @@ pub struct Book {
     /// Decisions by run (the last one that did not end abandoned).
     by_run: HashMap<RunKey, usize>,
     pub events: Vec<(i64, AuditEvent)>,
+    /// Submission tokens by decision id.
+    pub submitting: HashMap<String, String>,
 }
 
 impl Book {
@@ -227,6 +232,11 @@ impl Ledger {
                     }
                 }
                 Entry::Event { workflow_id, event } => book.events.push((workflow_id, event)),
+                Entry::Submitting { ids, token, .. } => {
+                    for id in ids {
+                        book.submitting.insert(id, token.clone());
+                    }
+                }
             }
         }
         Ok(book)

@@ -36,7 +36,13 @@ pub mod view;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// A workflow's jobs as built from Slurm and the ledger.
+type View = Arc<Vec<JobView>>;
+
+/// How long a read may reuse the last view of a workflow.
+const FRESH_FOR: Duration = Duration::from_secs(2);
 
 use async_trait::async_trait;
 
@@ -46,7 +52,7 @@ use self::scontrol::JobRecord;
 use self::view::{JobView, Members, Seen, Shape, Sources};
 use crate::backend::{
     AuditEvent, BackendError, Guard, JobBackend, JobPage, LogFile, LogStream, MoveOutcome, PageRequest, ResourceChange,
-    WorkflowInfo,
+    RetryMove, WorkflowInfo,
 };
 use crate::model::{Job, JobStatus};
 
@@ -71,8 +77,10 @@ pub struct SlurmBackend {
     cluster: Option<String>,
     state_dir: PathBuf,
     ledger: tokio::sync::OnceCell<Ledger>,
-    /// The last view of each workflow (for `log_file` after a listing).
-    views: Mutex<HashMap<i64, Arc<Vec<JobView>>>>,
+    /// The last view of each workflow, and when it was built: reads within [`FRESH_FOR`]
+    /// reuse it (a triage run asks for the workflow, its jobs and their logs in a row; a busy
+    /// controller is a shared resource). Moves never do: they read anew under the lock.
+    views: Mutex<HashMap<i64, (Instant, View)>>,
 }
 
 impl SlurmBackend {
@@ -161,8 +169,23 @@ impl SlurmBackend {
         Ok(script)
     }
 
-    /// Build the workflow's view from Slurm and the ledger (and remember it for `log_file`).
+    /// The workflow's view: the one built within [`FRESH_FOR`], else a new one.
     async fn load(&self, workflow_id: i64) -> Result<Arc<Vec<JobView>>, BackendError> {
+        let recent =
+            self.views.lock().ok().and_then(|v| {
+                v.get(&workflow_id).filter(|(at, _)| at.elapsed() < FRESH_FOR).map(|(_, view)| view.clone())
+            });
+        match recent {
+            Some(v) => Ok(v),
+            None => self.build(workflow_id).await,
+        }
+    }
+
+    /// Build the workflow's view from Slurm and the ledger (and remember it). The commands:
+    /// one `sacct` (two for a chain or a resubmitted job), one `scontrol -o show job` per Slurm
+    /// job or array, one `squeue` for a chain, and the first time a job is seen one
+    /// `scontrol write batch_script`: a 10,000-task array costs three or four commands.
+    async fn build(&self, workflow_id: i64) -> Result<Arc<Vec<JobView>>, BackendError> {
         let not_found = |why: &str| BackendError::WorkflowNotFound {
             backend: self.describe(),
             workflow_id,
@@ -251,7 +274,7 @@ impl SlurmBackend {
         };
         let views = Arc::new(view::build(&src));
         if let Ok(mut v) = self.views.lock() {
-            v.insert(workflow_id, views.clone());
+            v.insert(workflow_id, (Instant::now(), views.clone()));
         }
         Ok(views)
     }
@@ -263,7 +286,7 @@ impl SlurmBackend {
     }
 
     fn cached(&self, workflow_id: i64) -> Option<Arc<Vec<JobView>>> {
-        self.views.lock().ok()?.get(&workflow_id).cloned()
+        self.views.lock().ok()?.get(&workflow_id).map(|(_, v)| v.clone())
     }
 }
 
@@ -363,7 +386,13 @@ impl JobBackend for SlurmBackend {
         change: &ResourceChange,
         audit: &AuditEvent,
     ) -> Result<MoveOutcome, BackendError> {
-        let out = self.retry(workflow_id, job_id, guard, change, audit).await;
+        let m = RetryMove { job_id, guard: *guard, change: *change, audit: audit.clone() };
+        let mut out = self.retry_jobs(workflow_id, std::slice::from_ref(&m)).await;
+        out.pop().unwrap_or_else(|| Err(BackendError::Internal("a move got no outcome".into())))
+    }
+
+    async fn retry_jobs(&self, workflow_id: i64, moves: &[RetryMove]) -> Vec<Result<MoveOutcome, BackendError>> {
+        let out = self.retry_many(workflow_id, moves).await;
         self.forget(workflow_id);
         out
     }

@@ -7,7 +7,7 @@ use jiff::Timestamp;
 use super::SlurmBackend;
 use super::ledger::{Decision, Entry, Incarnation, Ledger, decision_id};
 use super::view::{self, JobView, RunInfo};
-use crate::backend::{AuditEvent, BackendError, Guard, MoveOutcome, ResourceChange};
+use crate::backend::{AuditEvent, BackendError, Guard, MoveOutcome, ResourceChange, RetryMove};
 use crate::model::{Action, Attempt, JobStatus};
 
 /// The bytes of each log a decided run keeps a copy of.
@@ -35,53 +35,193 @@ impl SlurmBackend {
         Ok(Ok(v))
     }
 
-    pub(super) async fn retry(
+    /// Retry a batch of jobs under one lock and one fresh read: the tasks of one array that
+    /// the controller still holds go back with one `scontrol requeuehold`, one `update` per
+    /// resource change and one `release`; those it forgot, with one `sbatch --array=3,17,42`
+    /// per array and change. A command that fails for the group is tried job by job, so one
+    /// bad job does not hold the others back.
+    pub(super) async fn retry_many(
         &self,
         workflow_id: i64,
-        job_id: i64,
-        guard: &Guard,
-        change: &ResourceChange,
-        audit: &AuditEvent,
-    ) -> Result<MoveOutcome, BackendError> {
-        let ledger = self.ledger().await?.clone();
-        let _lock = ledger.lock()?;
-        let v = match self.guarded(workflow_id, job_id, guard).await? {
-            Ok(v) => v,
-            Err(stale) => return Ok(stale),
-        };
-        let Some(run) = v.runs.last().cloned() else {
-            return Err(BackendError::Internal(format!("job {job_id} has no run to retry")));
-        };
-        let attempt = keep_logs(&ledger, &run, &v)?;
-        let id = decision_id(workflow_id, job_id, &run.key);
-        ledger.append(&Entry::Begin {
-            id: id.clone(),
-            workflow_id,
-            job_id,
-            run: run.key,
-            action: Action::Retry,
-            attempt: Box::new(attempt),
-            change: *change,
-            audit: audit.clone(),
-        })?;
-        let held = self.records(&run.target).await?.into_iter().any(|r| r.submit_time() == run.run.job.submit);
-        let resubmitted = if held {
-            self.requeue(&run, change).await?;
-            None
-        } else {
-            Some(self.resubmit(&run, change).await?)
-        };
-        ledger.append(&Entry::Done { id, resubmitted, canceled: vec![], when: Timestamp::now() })?;
-        Ok(MoveOutcome::Moved { status: JobStatus::Ready, attempt_id: v.job.attempt_id + 1, canceled: vec![] })
+        moves: &[RetryMove],
+    ) -> Vec<Result<MoveOutcome, BackendError>> {
+        match self.retry_batch(workflow_id, moves).await {
+            Ok(out) => out,
+            Err(e) => {
+                let why = e.to_string();
+                moves.iter().map(|_| Err(BackendError::Batch(why.clone()))).collect()
+            }
+        }
     }
 
-    /// Requeue held, change resources, release: the job keeps its id.
-    async fn requeue(&self, run: &RunInfo, change: &ResourceChange) -> Result<(), BackendError> {
-        let t = run.target.as_str();
-        self.cli.check("scontrol", &["requeuehold", t]).await?;
-        self.update_resources(t, change).await?;
-        self.cli.check("scontrol", &["release", t]).await?;
-        Ok(())
+    async fn retry_batch(
+        &self,
+        workflow_id: i64,
+        moves: &[RetryMove],
+    ) -> Result<Vec<Result<MoveOutcome, BackendError>>, BackendError> {
+        let ledger = self.ledger().await?.clone();
+        let _lock = ledger.lock()?;
+        self.forget(workflow_id);
+        let views = self.load(workflow_id).await?;
+        let mut out: Vec<Option<Result<MoveOutcome, BackendError>>> = moves.iter().map(|_| None).collect();
+        // The guard of each move, on this fresh read.
+        let mut go: Vec<Go> = Vec::new();
+        for (i, m) in moves.iter().enumerate() {
+            let Some(v) = views.iter().find(|v| v.job.id == m.job_id) else {
+                out[i] = Some(Err(BackendError::JobNotFound { workflow_id, job_id: m.job_id }));
+                continue;
+            };
+            if !m.guard.holds(v.job.status, v.job.attempt_id, 1) {
+                out[i] = Some(Ok(MoveOutcome::Stale { status: v.job.status, attempt_id: v.job.attempt_id, run_id: 1 }));
+                continue;
+            }
+            let Some(run) = v.runs.last().cloned() else {
+                out[i] = Some(Err(BackendError::Internal(format!("job {} has no run to retry", m.job_id))));
+                continue;
+            };
+            go.push(Go { i, next_attempt: v.job.attempt_id + 1, run, id: String::new(), view: v.clone() });
+        }
+        // What the controller holds (one call per Slurm job or array).
+        let mut held = std::collections::HashMap::new();
+        let mut asked = std::collections::BTreeSet::new();
+        for g in &go {
+            if asked.insert(g.run.incarnation.job_id) {
+                for r in self.records(&g.run.incarnation.job_id.to_string()).await? {
+                    if let Some(raw) = r.job_id() {
+                        held.insert(raw, r);
+                    }
+                }
+            }
+        }
+        let mut requeue: Vec<Go> = Vec::new();
+        let mut resubmit: Vec<Go> = Vec::new();
+        for mut g in go {
+            let m = &moves[g.i];
+            let record = held.get(&g.run.key.raw_id).filter(|r| r.submit_time() == g.run.run.job.submit);
+            if record.is_some_and(|r| !r.requeue()) {
+                out[g.i] = Some(Err(BackendError::Unsupported(format!(
+                    "job {} ({}) was submitted with --no-requeue (Requeue=0): Slurm will not run it again, and triage respects that; if it is safe to run twice, resubmit it by hand, or fail it",
+                    m.job_id, g.run.target
+                ))));
+                continue;
+            }
+            let attempt = keep_logs(&ledger, &g.run, &g.view)?;
+            g.id = decision_id(workflow_id, m.job_id, &g.run.key);
+            ledger.append(&Entry::Begin {
+                id: g.id.clone(),
+                workflow_id,
+                job_id: m.job_id,
+                run: g.run.key,
+                action: Action::Retry,
+                attempt: Box::new(attempt),
+                change: m.change,
+                audit: m.audit.clone(),
+            })?;
+            if record.is_some() { requeue.push(g) } else { resubmit.push(g) }
+        }
+        let moved =
+            |g: &Go| MoveOutcome::Moved { status: JobStatus::Ready, attempt_id: g.next_attempt, canceled: vec![] };
+        // Requeue: by resource change, one command per step for the whole group.
+        for group in groups(requeue, |g| moves[g.i].change) {
+            let change = moves[group[0].i].change;
+            let results = self.requeue_group(&group, &change).await;
+            for (g, r) in group.iter().zip(results) {
+                out[g.i] = Some(match r {
+                    Ok(()) => {
+                        ledger.append(&Entry::Done {
+                            id: g.id.clone(),
+                            resubmitted: None,
+                            canceled: vec![],
+                            when: Timestamp::now(),
+                        })?;
+                        Ok(moved(g))
+                    }
+                    Err((e, changed)) => {
+                        if !changed {
+                            ledger.append(&Entry::Abandoned {
+                                id: g.id.clone(),
+                                why: e.to_string(),
+                                when: Timestamp::now(),
+                            })?;
+                        }
+                        Err(e)
+                    }
+                });
+            }
+        }
+        // Resubmit: one sbatch per array (and change), one per job of a chain.
+        for group in groups(resubmit, |g| {
+            (
+                moves[g.i].change,
+                g.run.incarnation.task.map(|_| g.run.incarnation.job_id),
+                if g.run.incarnation.task.is_none() { g.run.key.raw_id } else { 0 },
+            )
+        }) {
+            let change = moves[group[0].i].change;
+            match self.resubmit(&group, &change).await {
+                Ok(new_id) => {
+                    for g in &group {
+                        let inc = Incarnation { job_id: new_id, task: g.run.incarnation.task };
+                        ledger.append(&Entry::Done {
+                            id: g.id.clone(),
+                            resubmitted: Some(inc),
+                            canceled: vec![],
+                            when: Timestamp::now(),
+                        })?;
+                        out[g.i] = Some(Ok(moved(g)));
+                    }
+                }
+                Err(e) => {
+                    let why = e.to_string();
+                    for g in &group {
+                        ledger.append(&Entry::Abandoned {
+                            id: g.id.clone(),
+                            why: why.clone(),
+                            when: Timestamp::now(),
+                        })?;
+                        out[g.i] = Some(Err(BackendError::Batch(why.clone())));
+                    }
+                }
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(|o| o.unwrap_or_else(|| Err(BackendError::Internal("a move got no outcome".into()))))
+            .collect())
+    }
+
+    /// `requeuehold`, `update`, `release` for a group sharing one resource change; per job:
+    /// `Ok`, or the error and whether the job was already changed (held) when it happened.
+    async fn requeue_group(&self, group: &[Go], change: &ResourceChange) -> Vec<Result<(), (BackendError, bool)>> {
+        let targets: Vec<&str> = group.iter().map(|g| g.run.target.as_str()).collect();
+        let list = targets.join(",");
+        if self.cli.check("scontrol", &["requeuehold", &list]).await.is_ok() {
+            if let Err(e) = self.update_resources(&list, change).await {
+                let why = format!(
+                    "{e}; the jobs are requeued and held: the next triage run (or `scontrol release {list}`) finishes the move"
+                );
+                return group.iter().map(|_| Err((BackendError::Batch(why.clone()), true))).collect();
+            }
+            if let Err(e) = self.cli.check("scontrol", &["release", &list]).await {
+                let why = format!(
+                    "{e}; the jobs are requeued and held: the next triage run (or `scontrol release {list}`) finishes the move"
+                );
+                return group.iter().map(|_| Err((BackendError::Batch(why.clone()), true))).collect();
+            }
+            return group.iter().map(|_| Ok(())).collect();
+        }
+        // One job of the group refused: try each alone.
+        let mut out = Vec::with_capacity(group.len());
+        for t in targets {
+            out.push(match self.cli.check("scontrol", &["requeuehold", t]).await {
+                Err(e) => Err((e, false)),
+                Ok(_) => match self.update_resources(t, change).await {
+                    Err(e) => Err((e, true)),
+                    Ok(()) => self.cli.check("scontrol", &["release", t]).await.map(|_| ()).map_err(|e| (e, true)),
+                },
+            });
+        }
+        out
     }
 
     async fn update_resources(&self, target: &str, change: &ResourceChange) -> Result<(), BackendError> {
@@ -101,9 +241,11 @@ impl SlurmBackend {
     }
 
     /// Submit the same batch script again, with the same name, directory and partition, the
-    /// new resources, and (for an array task) `--array=TASK`; point the dependents at it.
-    async fn resubmit(&self, run: &RunInfo, change: &ResourceChange) -> Result<Incarnation, BackendError> {
-        let inc = run.incarnation;
+    /// new resources, and for array tasks `--array=3,17,42` (one submission for the group);
+    /// point pending jobs that depended on the old ids at the new ones. Returns the new id.
+    async fn resubmit(&self, group: &[Go], change: &ResourceChange) -> Result<u64, BackendError> {
+        let first = &group[0].run;
+        let inc = first.incarnation;
         self.script(inc.job_id).await?.ok_or_else(|| BackendError::Command {
             command: format!("scontrol write batch_script {}", inc.job_id),
             why: format!(
@@ -114,24 +256,32 @@ impl SlurmBackend {
         })?;
         let ledger = self.ledger().await?;
         let path = ledger.script(inc.job_id);
-        let job = &run.run.job;
+        let job = &first.run.job;
         let mut args: Vec<String> = vec!["--parsable".into(), format!("--job-name={}", job.name)];
         if let Some(dir) = &job.work_dir {
             args.push(format!("--chdir={dir}"));
         }
-        if let Some(p) = self.seen_partition(run).await {
+        if let Some(p) = self.seen_partition(first).await {
             args.push(format!("--partition={p}"));
         }
-        let memory = change.memory.map(|m| m.bytes()).or(job.req_mem_bytes);
-        if let Some(bytes) = memory {
+        if let Some(bytes) = change.memory.map(|m| m.bytes()).or(job.req_mem_bytes) {
             args.push(format!("--mem={}M", bytes.div_ceil(1 << 20)));
         }
-        let runtime = change.runtime.map(|r| r.seconds()).or(job.timelimit_secs);
-        if let Some(secs) = runtime {
+        if let Some(secs) = change.runtime.map(|r| r.seconds()).or(job.timelimit_secs) {
             args.push(format!("--time={}", secs.div_ceil(60)));
         }
-        if let Some(task) = inc.task {
-            args.push(format!("--array={task}"));
+        // A token in the job's comment lets recovery find this submission should the process
+        // die before the ledger records it.
+        let token = format!("triage:{}", group[0].id);
+        args.push(format!("--comment={token}"));
+        ledger.append(&Entry::Submitting {
+            ids: group.iter().map(|g| g.id.clone()).collect(),
+            token,
+            when: Timestamp::now(),
+        })?;
+        let tasks: Vec<String> = group.iter().filter_map(|g| g.run.incarnation.task.map(|t| t.to_string())).collect();
+        if !tasks.is_empty() {
+            args.push(format!("--array={}", tasks.join(",")));
         }
         args.push(path.display().to_string());
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -143,27 +293,26 @@ impl SlurmBackend {
                 transient: false,
             }
         })?;
-        // Pending jobs that waited on the old id now wait on the new one.
-        let old = match inc.task {
-            Some(t) => format!("{}_{t}", inc.job_id),
-            None => inc.job_id.to_string(),
-        };
-        let new = match inc.task {
-            Some(t) => format!("{new_id}_{t}"),
-            None => new_id.to_string(),
-        };
+        // Pending jobs that waited on an old id now wait on the new one.
         let squeue = self.cli.check("squeue", &["-h", "-t", "PD", "-o", "%i|%E"]).await?;
         for line in squeue.stdout.lines() {
             let Some((id, dep)) = line.trim().split_once('|') else { continue };
             if !view::dependency_ids(dep).contains(&inc.job_id) {
                 continue;
             }
-            let repointed = repoint(dep, &old, &new);
-            self.cli
-                .check("scontrol", &["update", &format!("JobId={}", id.trim()), &format!("Dependency={repointed}")])
-                .await?;
+            let mut repointed = dep.to_string();
+            for g in group {
+                let i = g.run.incarnation;
+                let (old, new) = match i.task {
+                    Some(t) => (format!("{}_{t}", i.job_id), format!("{new_id}_{t}")),
+                    None => (i.job_id.to_string(), new_id.to_string()),
+                };
+                repointed = repoint(&repointed, &old, &new);
+            }
+            let (job_arg, dep_arg) = (format!("JobId={}", id.trim()), format!("Dependency={repointed}"));
+            self.cli.check("scontrol", &["update", &job_arg, &dep_arg]).await?;
         }
-        Ok(Incarnation { job_id: new_id, task: inc.task })
+        Ok(new_id)
     }
 
     async fn seen_partition(&self, run: &RunInfo) -> Option<String> {
@@ -266,6 +415,29 @@ impl SlurmBackend {
                         Entry::Done { id: d.id.clone(), resubmitted: None, canceled: vec![], when: Timestamp::now() },
                     )
                 }
+                (Action::Retry, _) if book.submitting.contains_key(&d.id) => {
+                    let token = &book.submitting[&d.id];
+                    let task = decided.and_then(|r| r.incarnation.task);
+                    match self.find_submission(token, d.audit.when, task).await? {
+                        Some(inc) => (
+                            "completed",
+                            Entry::Done {
+                                id: d.id.clone(),
+                                resubmitted: Some(inc),
+                                canceled: vec![],
+                                when: Timestamp::now(),
+                            },
+                        ),
+                        None => (
+                            "dropped",
+                            Entry::Abandoned {
+                                id: d.id.clone(),
+                                why: format!("no job carries the submission's comment `{token}`: sbatch never ran"),
+                                when: Timestamp::now(),
+                            },
+                        ),
+                    }
+                }
                 (Action::Retry, _) => (
                     "dropped",
                     Entry::Abandoned {
@@ -291,6 +463,69 @@ impl SlurmBackend {
             done.push(e);
         }
         Ok(done)
+    }
+}
+
+/// One retry of a batch, past its guard.
+struct Go {
+    /// Its index among the moves.
+    i: usize,
+    next_attempt: u32,
+    run: RunInfo,
+    view: JobView,
+    /// Its ledger decision id, once begun.
+    id: String,
+}
+
+/// Split `items` into groups with equal `key`, keeping their order within each group.
+fn groups<K: PartialEq>(items: Vec<Go>, key: impl Fn(&Go) -> K) -> Vec<Vec<Go>> {
+    let mut out: Vec<(K, Vec<Go>)> = Vec::new();
+    for g in items {
+        let k = key(&g);
+        match out.iter_mut().find(|(ok, _)| *ok == k) {
+            Some((_, v)) => v.push(g),
+            None => out.push((k, vec![g])),
+        }
+    }
+    out.into_iter().map(|(_, v)| v).collect()
+}
+
+impl SlurmBackend {
+    /// The job a begun resubmission made, found by the comment it was submitted with
+    /// (`squeue` while it waits or runs, else `sacct`, which keeps comments with
+    /// `AccountingStoreFlags=job_comment`).
+    async fn find_submission(
+        &self,
+        token: &str,
+        since: Timestamp,
+        task: Option<u32>,
+    ) -> Result<Option<Incarnation>, BackendError> {
+        let mut found = None;
+        let squeue = self.cli.check("squeue", &["-h", "-o", "%F|%K|%k"]).await?;
+        for line in squeue.stdout.lines() {
+            let f: Vec<&str> = line.trim().splitn(3, '|').collect();
+            if f.len() == 3 && f[2] == token {
+                found = f[0].parse::<u64>().ok();
+            }
+        }
+        if found.is_none() {
+            // sacct reads -S in the machine's time zone; a minute early covers clock slack.
+            let since = since
+                .checked_sub(jiff::SignedDuration::from_secs(60))
+                .unwrap_or(since)
+                .to_zoned(jiff::tz::TimeZone::system())
+                .strftime("%Y-%m-%dT%H:%M:%S")
+                .to_string();
+            let out = self.cli.check("sacct", &["-X", "-n", "-P", "-S", &since, "-o", "JobID,Comment"]).await?;
+            for line in out.stdout.lines() {
+                if let Some((id, comment)) = line.split_once('|')
+                    && comment == token
+                {
+                    found = id.split('_').next().and_then(|s| s.parse().ok());
+                }
+            }
+        }
+        Ok(found.map(|job_id| Incarnation { job_id, task }))
     }
 }
 
