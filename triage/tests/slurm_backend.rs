@@ -513,8 +513,9 @@ fn slurm_node_failure_preemption_timeout_and_a_crash_after_sbatch() {
         ledger(&state).into_iter().filter(|e| e["entry"] == "done" && e["resubmitted"].is_object()).collect();
     assert_eq!(resubmissions.len(), 1, "one new job, not two: {resubmissions:?}");
     let new_id = resubmissions[0]["resubmitted"]["job_id"].as_u64().unwrap();
+    // (After it ended: for its first seconds sacct shows a new job under the name `allocation`.)
+    wait_ended(&new_id.to_string(), 1);
     let by_name = run("sacct", &["-X", "-n", "-P", &format!("--name={name}"), "-o", "JobID"]);
     assert_eq!(String::from_utf8_lossy(&by_name.stdout).lines().count(), 2, "{}", text(&by_name));
-    wait_ended(&new_id.to_string(), 1);
     assert_eq!(sacct(&new_id.to_string())[0].1, "COMPLETED");
 }
