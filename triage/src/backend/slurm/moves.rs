@@ -5,7 +5,7 @@
 use jiff::Timestamp;
 
 use super::SlurmBackend;
-use super::ledger::{Decision, Entry, Incarnation, Ledger, decision_id};
+use super::ledger::{Book, Decision, End, Entry, Incarnation, Ledger, decision_id};
 use super::view::{self, JobView, RunInfo};
 use crate::backend::{AuditEvent, BackendError, Guard, MoveOutcome, ResourceChange, RetryMove};
 use crate::model::{Action, Attempt, JobStatus};
@@ -170,6 +170,10 @@ impl SlurmBackend {
                         })?;
                         out[g.i] = Some(Ok(moved(g)));
                     }
+                    if let Err(e) = self.cli.check("scontrol", &["release", &new_id.to_string()]).await {
+                        // Recorded already: the next recovery releases it (see `release_held`).
+                        tracing::warn!("job {new_id} was submitted held and could not be released yet: {e}");
+                    }
                 }
                 Err(e) => {
                     let why = e.to_string();
@@ -270,10 +274,12 @@ impl SlurmBackend {
         if let Some(secs) = change.runtime.map(|r| r.seconds()).or(job.timelimit_secs) {
             args.push(format!("--time={}", secs.div_ceil(60)));
         }
-        // A token in the job's comment lets recovery find this submission should the process
-        // die before the ledger records it.
+        // Submitted held, with a token in its comment: should the process die before the
+        // ledger records it, the job waits (held jobs are never purged) until recovery finds it
+        // by the token, records it and releases it. The caller releases it after `Done`.
         let token = format!("triage:{}", group[0].id);
         args.push(format!("--comment={token}"));
+        args.push("--hold".into());
         ledger.append(&Entry::Submitting {
             ids: group.iter().map(|g| g.id.clone()).collect(),
             token,
@@ -390,13 +396,13 @@ impl SlurmBackend {
         let ledger = self.ledger().await?.clone();
         let _lock = ledger.lock()?;
         let book = ledger.read()?;
+        let mut done = self.release_recorded(workflow_id, &book, &ledger).await?;
         let open: Vec<Decision> = book.unfinished(workflow_id).into_iter().cloned().collect();
         if open.is_empty() {
-            return Ok(vec![]);
+            return Ok(done);
         }
         self.forget(workflow_id);
         let views = self.load(workflow_id).await?;
-        let mut done = Vec::new();
         for d in open {
             let Some(v) = views.iter().find(|v| v.job.id == d.job_id) else { continue };
             let decided = v.runs.iter().find(|r| r.key == d.run);
@@ -419,15 +425,24 @@ impl SlurmBackend {
                     let token = &book.submitting[&d.id];
                     let task = decided.and_then(|r| r.incarnation.task);
                     match self.find_submission(token, d.audit.when, task).await? {
-                        Some(inc) => (
-                            "completed",
-                            Entry::Done {
+                        Some(inc) => {
+                            // Record it, then release it (as the move itself does).
+                            ledger.append(&Entry::Done {
                                 id: d.id.clone(),
                                 resubmitted: Some(inc),
                                 canceled: vec![],
                                 when: Timestamp::now(),
-                            },
-                        ),
+                            })?;
+                            self.cli.check("scontrol", &["release", &inc.job_id.to_string()]).await?;
+                            let why = format!("released job {}, submitted held before the crash", inc.job_id);
+                            (
+                                "completed",
+                                Entry::Event {
+                                    workflow_id,
+                                    event: AuditEvent::now("triage (recovery)", "release", Some(d.job_id), why),
+                                },
+                            )
+                        }
                         None => (
                             "dropped",
                             Entry::Abandoned {
@@ -491,6 +506,41 @@ fn groups<K: PartialEq>(items: Vec<Go>, key: impl Fn(&Go) -> K) -> Vec<Vec<Go>> 
 }
 
 impl SlurmBackend {
+    /// Release the resubmissions of `workflow_id` that the ledger records as done but that
+    /// still wait held (the process died between recording and releasing them).
+    async fn release_recorded(
+        &self,
+        workflow_id: i64,
+        book: &Book,
+        ledger: &Ledger,
+    ) -> Result<Vec<AuditEvent>, BackendError> {
+        let mut out = Vec::new();
+        let squeue = self.cli.check("squeue", &["-h", "-t", "PD", "-o", "%F|%r|%k"]).await?;
+        let mut released = std::collections::BTreeSet::new();
+        for line in squeue.stdout.lines() {
+            let f: Vec<&str> = line.trim().splitn(3, '|').collect();
+            let (Some(id), Some(reason), Some(token)) = (f.first(), f.get(1), f.get(2)) else { continue };
+            let Some(decision) = token.strip_prefix("triage:") else { continue };
+            let recorded = book
+                .decisions
+                .iter()
+                .any(|d| d.id == decision && d.workflow_id == workflow_id && matches!(d.end, Some(End::Done { .. })));
+            if !recorded || *reason != "JobHeldUser" || !released.insert(id.to_string()) {
+                continue;
+            }
+            self.cli.check("scontrol", &["release", id]).await?;
+            let e = AuditEvent::now(
+                "triage (recovery)",
+                "release",
+                None,
+                format!("released job {id}, recorded as a retry but still held"),
+            );
+            ledger.append(&Entry::Event { workflow_id, event: e.clone() })?;
+            out.push(e);
+        }
+        Ok(out)
+    }
+
     /// The job a begun resubmission made, found by the comment it was submitted with
     /// (`squeue` while it waits or runs, else `sacct`, which keeps comments with
     /// `AccountingStoreFlags=job_comment`).
