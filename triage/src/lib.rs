@@ -20,3 +20,4 @@ pub mod resilience;
 pub mod run;
 pub mod settings;
 pub mod synth;
+pub mod watch;

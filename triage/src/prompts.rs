@@ -10,6 +10,15 @@ pub const PROPOSE_ONLY_NOTE: &str = "Your classifications are recorded as propos
 /// What `{{apply_note}}` says when a person is watching in their client.
 pub const INTERACTIVE_NOTE: &str = "Always classify with dry_run true first, show the person the results, and apply (dry_run false) only when they agree.";
 
+/// What `triage watch` adds to the prompt of a batch: which jobs this run covers.
+pub fn batch_note(jobs: &std::collections::BTreeSet<i64>) -> String {
+    let ids: Vec<String> = jobs.iter().map(i64::to_string).collect();
+    format!(
+        "\n\nThis run covers only these pending_failed jobs: {}. Classify those; the workflow's other pending_failed jobs are already waiting for a person, and proposals for them are ignored.\n",
+        ids.join(", ")
+    )
+}
+
 /// Fill a template's `{{name}}` placeholders.
 pub fn render(template: &str, vars: &[(&str, &str)]) -> String {
     vars.iter().fold(template.to_string(), |acc, (k, v)| acc.replace(&format!("{{{{{k}}}}}"), v))

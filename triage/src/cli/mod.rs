@@ -1,5 +1,6 @@
 //! Argument parsing and dispatch for the `triage` binary; one file per subcommand.
 
+mod agent_args;
 mod apply;
 mod circuit;
 mod common;
@@ -12,6 +13,7 @@ mod review;
 mod run;
 mod schema;
 mod synth;
+mod watch;
 
 use std::process::ExitCode;
 
@@ -39,6 +41,9 @@ pub enum Command {
     /// applies (or only reports with --dry-run).
     #[command(after_help = EXIT_STATUS)]
     Run(run::RunArgs),
+    /// Triage failures as they land: poll, batch, triage like `run`, leave the rest for a
+    /// person in a review plan that grows. Runs until SIGINT/SIGTERM or --until-complete.
+    Watch(watch::WatchArgs),
     /// Apply a plan (re-checking every job first).
     #[command(after_help = EXIT_STATUS)]
     Apply(apply::ApplyArgs),
@@ -63,6 +68,7 @@ pub enum Command {
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run::run(&cli.global, args).await,
+        Command::Watch(args) => watch::run(&cli.global, args).await,
         Command::Apply(args) => apply::run(&cli.global, args).await,
         Command::Review(args) => review::run(args),
         Command::Circuit(args) => circuit::run(args),

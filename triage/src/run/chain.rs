@@ -233,7 +233,7 @@ async fn once(engine: &Engine, opts: &RunOptions, kind: AgentKind, n: u32) -> Re
         prompt: prompts::render(
             &opts.prompt_template,
             &[("workflow_id", &opts.workflow_id.to_string()), ("apply_note", prompts::PROPOSE_ONLY_NOTE)],
-        ),
+        ) + &opts.only_jobs.as_ref().map(prompts::batch_note).unwrap_or_default(),
         work_dir: opts.work_dir.clone(),
         timeout: Duration::from_secs(engine.policy.resilience.agent_timeout_secs),
         max_turns: opts.max_turns,

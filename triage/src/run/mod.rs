@@ -9,6 +9,7 @@
 
 mod chain;
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 pub use chain::{AgentChoice, Interrupted};
@@ -49,6 +50,12 @@ pub struct RunOptions {
     pub max_turns: u32,
     pub state_dir: PathBuf,
     pub resilience_off: bool,
+    /// Triage only these jobs of the workflow (`triage watch`'s batch); `None`: every
+    /// pending_failed job. The others are left as they are, and a proposal for one is ignored.
+    pub only_jobs: Option<BTreeSet<i64>>,
+    /// Who the audit trail names for the moves (`triage run`, `triage watch`), with the
+    /// proposer in brackets.
+    pub actor: String,
 }
 
 /// Run the whole job; `on_event` sees each event as it happens (for progress display).
@@ -74,11 +81,20 @@ pub async fn run(engine: &Engine, opts: &RunOptions, on_event: &(dyn Fn(&RunEven
             emit(e);
         }
     }
-    let (_, evidence) = engine.pending(opts.workflow_id).await?;
+    let (_, mut evidence) = engine.pending(opts.workflow_id).await?;
+    let all = evidence.len();
+    if let Some(only) = &opts.only_jobs {
+        evidence.retain(|ev| only.contains(&ev.job.id));
+    }
     emit(RunEvent::now(
         "progress",
         "triage",
-        format!("{} pending_failed jobs in workflow {}", evidence.len(), info.id),
+        match &opts.only_jobs {
+            None => format!("{all} pending_failed jobs in workflow {}", info.id),
+            Some(_) => {
+                format!("{} of the {all} pending_failed jobs in workflow {} in this batch", evidence.len(), info.id)
+            }
+        },
     ));
 
     let choice = if evidence.is_empty() {
@@ -91,7 +107,10 @@ pub async fn run(engine: &Engine, opts: &RunOptions, on_event: &(dyn Fn(&RunEven
             emit(RunEvent::now(
                 "warning",
                 &choice.agent,
-                format!("proposed job {id}, which is not pending_failed in this workflow; ignored"),
+                match &opts.only_jobs {
+                    None => format!("proposed job {id}, which is not pending_failed in this workflow; ignored"),
+                    Some(_) => format!("proposed job {id}, which is not pending_failed in this batch; ignored"),
+                },
             ));
         }
     }
@@ -101,7 +120,7 @@ pub async fn run(engine: &Engine, opts: &RunOptions, on_event: &(dyn Fn(&RunEven
     // job that moved on while the agent ran. The agent's server validated too, but only to
     // tell the agent; nothing it recorded decides here.
     let mode = if opts.dry_run { Mode::DryRun } else { Mode::Apply };
-    let who = format!("triage run ({})", choice.agent);
+    let who = format!("{} ({})", opts.actor, choice.agent);
     let mut jobs: Vec<_> = evidence
         .iter()
         .map(|ev| engine.judge(ev, choice.proposals.get(&ev.job.id).cloned(), choice.rules_fallback, mode))
