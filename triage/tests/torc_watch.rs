@@ -1,0 +1,157 @@
+//! `triage watch` on a real Torc server, with Torc's own runner making the failures: the
+//! watcher starts before the workflow runs, triages the failures as they land (the catalog
+//! decides; no agent), the retried job runs again under the runner and completes, the job
+//! the catalog cannot decide waits in the review plan, and once a person has decided it the
+//! workflow is complete and the watch ends by itself (`--until-complete`).
+
+mod torc_support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use torc_support::{
+    JobSpec, TorcServer, created_workflow, jobs_by_name, stderr, torc_bin, torc_run, triage, triage_cmd, write_spec,
+};
+
+fn batches(lines: &[Value]) -> Vec<Value> {
+    lines.iter().filter(|l| l["type"] == "batch").map(|l| l["plan"].clone()).collect()
+}
+
+/// Each job's outcome over every batch so far, by id (the last one wins).
+fn decided(lines: &[Value]) -> std::collections::BTreeMap<i64, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for plan in batches(lines) {
+        for j in plan["jobs"].as_array().into_iter().flatten() {
+            out.insert(j["job_id"].as_i64().unwrap_or(-1), j["outcome"].as_str().unwrap_or_default().to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn a_watcher_started_before_the_failures_triages_them_as_they_land_under_torcs_runner() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let server = TorcServer::start(&tmp.path().join("torc.db"));
+    let url = server.url();
+    let out = tmp.path().join("torc_output");
+    let jobs = vec![
+        JobSpec::new(
+            "flaky",
+            r#"if [ -f "$TORC_OUTPUT_DIR/flaky.marker" ]; then echo recovered; else touch "$TORC_OUTPUT_DIR/flaky.marker"; echo 'ConnectionResetError: [Errno 104] Connection reset by peer' >&2; exit 1; fi"#,
+        ),
+        JobSpec::new("syntax", "python3 -c 'def broken(:'"),
+        JobSpec::new("unknown", "echo 'frobnicator wobbled: quux level 7' >&2; exit 3"),
+        JobSpec::new("ok", "echo fine"),
+        JobSpec::new("after_syntax", "echo downstream").after("syntax"),
+    ];
+    let spec = write_spec(tmp.path(), &jobs);
+    let created = Command::new(torc_bin("torc"))
+        .arg("create")
+        .arg(&spec)
+        .env("TORC_API_URL", &url)
+        .env_remove("TORC_PASSWORD")
+        .output()
+        .expect("torc create");
+    assert!(created.status.success(), "torc create: {}", String::from_utf8_lossy(&created.stderr));
+    let wf = created_workflow(&created);
+    let ids = jobs_by_name(&url, wf);
+    let id = |name: &str| ids[name].0;
+
+    // The watcher first, then the runner.
+    let mut child = triage_cmd(
+        tmp.path(),
+        &url,
+        &out,
+        &[
+            "watch",
+            "--workflow",
+            &wf.to_string(),
+            "--interval",
+            "0.5",
+            "--settle",
+            "1",
+            "--until-complete",
+            "--agent",
+            "rules",
+            "--json",
+        ],
+        &[("PATH", "/usr/bin:/bin"), ("CI", "true")],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("start triage watch");
+    let lines = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let reader = BufReader::new(child.stdout.take().expect("stdout"));
+    let sink = lines.clone();
+    std::thread::spawn(move || {
+        for line in reader.lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                sink.lock().expect("lines").push(v);
+            }
+        }
+    });
+    let snapshot = || lines.lock().expect("lines").clone();
+    let wait = |what: &str, f: &dyn Fn(&[Value]) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while !f(&snapshot()) {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}: {:#?}", snapshot());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    wait("the watcher to start", &|l| !l.is_empty());
+
+    torc_run(&url, &wf.to_string(), &out);
+    wait("the three failures triaged", &|l| {
+        let d = decided(l);
+        [id("flaky"), id("syntax"), id("unknown")].iter().all(|j| d.contains_key(j))
+    });
+    let d = decided(&snapshot());
+    assert_eq!(d[&id("flaky")], "applied");
+    assert_eq!(d[&id("syntax")], "applied");
+    assert_eq!(d[&id("unknown")], "needs_review");
+    for plan in batches(&snapshot()) {
+        for j in plan["jobs"].as_array().into_iter().flatten() {
+            assert_ne!(j["job_id"], id("ok"), "a job that succeeded is never in a batch");
+        }
+    }
+
+    // The retried job runs again under Torc's runner (unless the first run already took it).
+    if jobs_by_name(&url, wf)["flaky"].1 != "completed" {
+        torc_run(&url, &wf.to_string(), &out);
+    }
+    let now = jobs_by_name(&url, wf);
+    assert_eq!((now["flaky"].1.as_str(), now["flaky"].2), ("completed", 2), "{now:?}");
+    assert_eq!(now["syntax"].1, "failed");
+    assert_eq!(now["after_syntax"].1, "canceled", "the fail canceled its dependent");
+    assert_eq!(now["unknown"].1, "pending_failed", "waits for a person");
+
+    // A person decides the last one through the review plan; the watch ends by itself.
+    let plan = tmp.path().join("state/watch").join(format!("workflow-{wf}-review.json"));
+    let mut review = triage_cmd(tmp.path(), &url, &out, &["review", "--plan", &plan.display().to_string()], &[])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("triage review");
+    std::io::Write::write_all(&mut review.stdin.take().expect("stdin"), b"f\n").expect("answer");
+    let o = review.wait_with_output().expect("review");
+    assert!(o.status.success(), "review: {}", stderr(&o));
+    let o = triage(tmp.path(), &url, &out, &["apply", "--plan", &plan.display().to_string()], &[]);
+    assert!(o.status.success(), "apply: {}", stderr(&o));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the watcher did not end on a complete workflow: {:#?}", snapshot());
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success());
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(snapshot().iter().any(|l| l["event"]["kind"] == "complete"), "a complete event: {:#?}", snapshot());
+    assert_eq!(jobs_by_name(&url, wf)["unknown"].1, "failed");
+}
