@@ -43,6 +43,8 @@ fn a_watcher_started_before_the_failures_triages_them_as_they_land_under_torcs_r
             r#"if [ -f "$TORC_OUTPUT_DIR/flaky.marker" ]; then echo recovered; else touch "$TORC_OUTPUT_DIR/flaky.marker"; echo 'ConnectionResetError: [Errno 104] Connection reset by peer' >&2; exit 1; fi"#,
         ),
         JobSpec::new("syntax", "python3 -c 'def broken(:'"),
+        // Looks transient every time, and is not: the retry fails again the same way.
+        JobSpec::new("stubborn", "echo 'ConnectionResetError: [Errno 104] Connection reset by peer' >&2; exit 1"),
         JobSpec::new("unknown", "echo 'frobnicator wobbled: quux level 7' >&2; exit 3"),
         JobSpec::new("ok", "echo fine"),
         JobSpec::new("after_syntax", "echo downstream").after("syntax"),
@@ -105,12 +107,13 @@ fn a_watcher_started_before_the_failures_triages_them_as_they_land_under_torcs_r
     wait("the watcher to start", &|l| !l.is_empty());
 
     torc_run(&url, &wf.to_string(), &out);
-    wait("the three failures triaged", &|l| {
+    wait("the four failures triaged", &|l| {
         let d = decided(l);
-        [id("flaky"), id("syntax"), id("unknown")].iter().all(|j| d.contains_key(j))
+        [id("flaky"), id("syntax"), id("unknown"), id("stubborn")].iter().all(|j| d.contains_key(j))
     });
     let d = decided(&snapshot());
     assert_eq!(d[&id("flaky")], "applied");
+    assert_eq!(d[&id("stubborn")], "applied");
     assert_eq!(d[&id("syntax")], "applied");
     assert_eq!(d[&id("unknown")], "needs_review");
     for plan in batches(&snapshot()) {
@@ -119,15 +122,45 @@ fn a_watcher_started_before_the_failures_triages_them_as_they_land_under_torcs_r
         }
     }
 
-    // The retried job runs again under Torc's runner (unless the first run already took it).
-    if jobs_by_name(&url, wf)["flaky"].1 != "completed" {
+    // The retried jobs run again under Torc's runner (unless the first run already took them).
+    let ran_again = |name: &str| {
+        let (_, status, attempt, _) = jobs_by_name(&url, wf)[name].clone();
+        attempt == 2 && (status == "completed" || status == "pending_failed")
+    };
+    if !(ran_again("flaky") && ran_again("stubborn")) {
         torc_run(&url, &wf.to_string(), &out);
     }
+    // The second failure of the retried job: the same signature twice, so a person decides.
+    wait("the stubborn job's second failure triaged", &|l| {
+        batches(l)
+            .iter()
+            .flat_map(|p| p["jobs"].as_array().cloned().unwrap_or_default())
+            .any(|j| j["job_id"] == id("stubborn") && j["attempt_id"] == 2 && j["outcome"] == "needs_review")
+    });
     let now = jobs_by_name(&url, wf);
     assert_eq!((now["flaky"].1.as_str(), now["flaky"].2), ("completed", 2), "{now:?}");
     assert_eq!(now["syntax"].1, "failed");
     assert_eq!(now["after_syntax"].1, "canceled", "the fail canceled its dependent");
     assert_eq!(now["unknown"].1, "pending_failed", "waits for a person");
+
+    // What became of the decisions, read back from Torc's events and results.
+    let o = triage(tmp.path(), &url, &out, &["outcomes", "--workflow", &wf.to_string(), "--json"], &[]);
+    assert!(o.status.success(), "outcomes: {}", stderr(&o));
+    let report: Value = serde_json::from_slice(&o.stdout).expect("outcomes JSON");
+    let result = |job: i64, action: &str| {
+        report["decisions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|d| d["job_id"] == job && d["action"] == action)
+            .map(|d| d["result"].as_str().unwrap_or_default().to_string())
+            .unwrap_or_else(|| panic!("no {action} of job {job} in {report:#}"))
+    };
+    assert_eq!(result(id("flaky"), "retry"), "worked");
+    assert_eq!(result(id("stubborn"), "retry"), "failed_again");
+    assert_eq!(result(id("syntax"), "fail"), "held");
+    assert_eq!(report["by_source"]["rules"]["worked"], 1, "{report:#}");
+    assert_eq!(report["by_source"]["rules"]["failed_again"], 1, "{report:#}");
 
     // A person decides the last one through the review plan; the watch ends by itself.
     let plan = tmp.path().join("state/watch").join(format!("workflow-{wf}-review.json"));
@@ -137,7 +170,7 @@ fn a_watcher_started_before_the_failures_triages_them_as_they_land_under_torcs_r
         .stderr(Stdio::piped())
         .spawn()
         .expect("triage review");
-    std::io::Write::write_all(&mut review.stdin.take().expect("stdin"), b"f\n").expect("answer");
+    std::io::Write::write_all(&mut review.stdin.take().expect("stdin"), b"f\nf\n").expect("answer");
     let o = review.wait_with_output().expect("review");
     assert!(o.status.success(), "review: {}", stderr(&o));
     let o = triage(tmp.path(), &url, &out, &["apply", "--plan", &plan.display().to_string()], &[]);
@@ -154,4 +187,5 @@ fn a_watcher_started_before_the_failures_triages_them_as_they_land_under_torcs_r
     std::thread::sleep(Duration::from_millis(200));
     assert!(snapshot().iter().any(|l| l["event"]["kind"] == "complete"), "a complete event: {:#?}", snapshot());
     assert_eq!(jobs_by_name(&url, wf)["unknown"].1, "failed");
+    assert_eq!(jobs_by_name(&url, wf)["stubborn"].1, "failed");
 }

@@ -100,6 +100,11 @@ pub trait JobBackend: Send + Sync {
     /// Record an event in the workflow's audit trail (who, what, why, when).
     async fn append_event(&self, workflow_id: i64, event: &AuditEvent) -> Result<(), BackendError>;
 
+    /// The workflow's audit trail as triage wrote it, oldest first: every move (`retry`,
+    /// `fail`), cascade (`cancel`) and recorded event, with who, why and the details the
+    /// engine attached (attempt, signature, catalog entry, source, authority). What `triage
+    /// outcomes` reads decisions from.
+    async fn audit_trail(&self, workflow_id: i64) -> Result<Vec<AuditEvent>, BackendError>;
     /// Resolve moves an earlier process began and did not end (it crashed, or the server
     /// died mid-move): each is completed or undone, never applied twice. Returns what was
     /// done, one event per job. Called before applying anything. A backend whose moves are

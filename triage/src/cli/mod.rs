@@ -7,6 +7,7 @@ mod common;
 mod hints;
 mod logs;
 mod mcp_config;
+mod outcomes;
 mod output;
 mod progress;
 mod review;
@@ -44,6 +45,9 @@ pub enum Command {
     /// Triage failures as they land: poll, batch, triage like `run`, leave the rest for a
     /// person in a review plan that grows. Runs until SIGINT/SIGTERM or --until-complete.
     Watch(watch::WatchArgs),
+    /// What became of each applied decision: retries that worked or failed again, fails that
+    /// held or were reversed, per source, catalog entry and category.
+    Outcomes(outcomes::OutcomesArgs),
     /// Apply a plan (re-checking every job first).
     #[command(after_help = EXIT_STATUS)]
     Apply(apply::ApplyArgs),
@@ -69,6 +73,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run::run(&cli.global, args).await,
         Command::Watch(args) => watch::run(&cli.global, args).await,
+        Command::Outcomes(args) => outcomes::run(&cli.global, args).await,
         Command::Apply(args) => apply::run(&cli.global, args).await,
         Command::Review(args) => review::run(args),
         Command::Circuit(args) => circuit::run(args),

@@ -75,10 +75,20 @@ impl Engine {
             let Some(proposal) = entry.proposed.clone() else { continue };
             let guard = Guard { status: JobStatus::PendingFailed, attempt_id: entry.attempt_id, run_id: entry.run_id };
             let mut audit = AuditEvent::now(who, proposal.action.as_str(), Some(entry.job_id), proposal.reason.clone());
+            // What `triage outcomes` needs later: the attempt decided on and its failure's
+            // signature (to tell "failed again the same way" from "failed differently"), and
+            // the catalog's view (outcomes per entry and category).
             audit.details = serde_json::json!({
                 "source": proposal.source,
                 "authority": proposal.authority(),
                 "validation": entry.validation.status,
+                "attempt_id": entry.attempt_id,
+                "signature": entry.signature,
+                "catalog": {
+                    "verdict": entry.catalog.verdict,
+                    "category": entry.catalog.category,
+                    "entry": entry.catalog.evidence.as_ref().map(|m| m.id.clone()),
+                },
             });
             match proposal.action {
                 Action::Retry => {

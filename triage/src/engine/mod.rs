@@ -19,6 +19,7 @@ mod cache;
 pub mod classify;
 pub mod evidence;
 pub mod group;
+pub mod outcomes;
 pub mod plan;
 pub mod policy;
 pub mod proposal;

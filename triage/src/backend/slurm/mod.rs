@@ -409,6 +409,28 @@ impl JobBackend for SlurmBackend {
         out
     }
 
+    async fn audit_trail(&self, workflow_id: i64) -> Result<Vec<AuditEvent>, BackendError> {
+        let book = self.ledger().await?.read()?;
+        let mut out: Vec<AuditEvent> = book
+            .decisions
+            .iter()
+            .filter(|d| d.workflow_id == workflow_id && matches!(d.end, Some(ledger::End::Done { .. })))
+            .map(|d| {
+                let mut a = d.audit.clone();
+                if a.details.is_null() {
+                    a.details = serde_json::json!({});
+                }
+                if let Some(obj) = a.details.as_object_mut() {
+                    obj.entry("attempt_id").or_insert(d.attempt.attempt_id.into());
+                }
+                a
+            })
+            .chain(book.events.iter().filter(|(wf, _)| *wf == workflow_id).map(|(_, e)| e.clone()))
+            .collect();
+        out.sort_by_key(|e| e.when);
+        Ok(out)
+    }
+
     async fn append_event(&self, workflow_id: i64, event: &AuditEvent) -> Result<(), BackendError> {
         let ledger = self.ledger().await?;
         let _lock = ledger.lock()?;

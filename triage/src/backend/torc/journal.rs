@@ -161,6 +161,34 @@ impl TorcBackend {
         self.post_event(workflow_id, data, "recording an audit event").await.map(|_| ())
     }
 
+    /// Every audit event triage wrote for the workflow, oldest first.
+    pub(super) async fn audit_events(&self, workflow_id: i64) -> Result<Vec<AuditEvent>, BackendError> {
+        let q = [("workflow_id", workflow_id.to_string()), ("category", AUDIT_CATEGORY.to_string())];
+        let mut events: Vec<TorcEvent> = self.client.get_all("/events", &q, "reading triage's audit trail").await?;
+        events.sort_by_key(|e| (e.timestamp, e.id));
+        let mut out = Vec::new();
+        for ev in events {
+            let d = ev.data;
+            if d["category"] != AUDIT_CATEGORY {
+                continue;
+            }
+            let text = |k: &str| d[k].as_str().unwrap_or_default().to_string();
+            let Ok(when) = text("when").parse::<jiff::Timestamp>() else {
+                tracing::warn!(event_id = ev.id, "ignoring a triage audit event without a time");
+                continue;
+            };
+            out.push(AuditEvent {
+                when,
+                who: text("who"),
+                what: text("action"),
+                job_id: d["job_id"].as_i64(),
+                why: text("why"),
+                details: d["details"].clone(),
+            });
+        }
+        Ok(out)
+    }
+
     async fn post_event(
         &self,
         workflow_id: i64,

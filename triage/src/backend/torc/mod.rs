@@ -194,6 +194,10 @@ impl JobBackend for TorcBackend {
         self.audit(workflow_id, event).await
     }
 
+    async fn audit_trail(&self, workflow_id: i64) -> Result<Vec<AuditEvent>, BackendError> {
+        self.audit_events(workflow_id).await
+    }
+
     async fn recover(&self, workflow_id: i64) -> Result<Vec<AuditEvent>, BackendError> {
         self.recover_impl(workflow_id).await
     }
