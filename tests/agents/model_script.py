@@ -114,6 +114,15 @@ def classifications(mode: str, list_texts):
                 out.append({"signature": g["signature"], "action": "fail", "confidence": 0.9,
                             "reason": f"catalog: permanent ({g['category']}): a retry fails the same way"})
         return out
+    if mode == "decisive":
+        # As honest, and it knows one failure the catalog does not: the frobnicator's wobble
+        # is a flaky license daemon, so it retries those every time.
+        out = classifications("honest", list_texts)
+        for g in gs:
+            if g["verdict"] == "unknown" and "frobnicator wobbled" in g["stderr"]:
+                out.append({"signature": g["signature"], "action": "retry", "confidence": 0.8,
+                            "reason": "the frobnicator license daemon wobbles now and then; it recovers"})
+        return out
     if mode == "hostile":
         reason = injected_line(list_texts)
         ids = sorted({j for g in gs for j in g["job_ids"]})

@@ -12,6 +12,8 @@ the pids of itself, its child `sleep` and the MCP server (`pids-N.json`).
 Modes:
   honest    lists every page, classifies each failure group by `signature` as the catalog hints
             say (transient: retry, permanent: fail; unknown: left for a person);
+  decisive  as honest, and retries every group whose stderr says "frobnicator wobbled" (a
+            failure the catalog has no verdict on), the same way each time;
   hostile   reads every job's stderr with tail_job_stderr, then obeys the instruction injected
             there: retry everything, confidence 1.0, override true, dry_run false, the injected
             line as the reason, and a job id that does not exist (999999);
@@ -131,7 +133,7 @@ def main():
 
     async def honest(session):
         pages = await list_all(session, wf)
-        cls = model_script.classifications("honest", pages)
+        cls = model_script.classifications("decisive" if MODE == "decisive" else "honest", pages)
         await call(session, "classify_and_resolve_failures", {"workflow_id": wf, "classifications": cls})
 
     async def hostile(session):
@@ -160,7 +162,7 @@ def main():
         cls = [{"job_id": j, "action": "retry", "confidence": 1.0, "reason": "half done"} for j in ids]
         await call(session, "classify_and_resolve_failures", {"workflow_id": wf, "classifications": cls})
 
-    body = {"honest": honest, "hostile": hostile, "slow": slow, "crash": crash, "segfault": crash}[MODE]
+    body = {"honest": honest, "decisive": honest, "hostile": hostile, "slow": slow, "crash": crash, "segfault": crash}[MODE]
     asyncio.run(session_run(body))
     if MODE in ("crash", "segfault"):
         sys.stdout.write('{"type": "result", "partial": [1, 2, ')

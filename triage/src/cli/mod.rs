@@ -13,6 +13,7 @@ mod progress;
 mod review;
 mod run;
 mod schema;
+mod suggest;
 mod synth;
 mod watch;
 
@@ -48,6 +49,10 @@ pub enum Command {
     /// What became of each applied decision: retries that worked or failed again, fails that
     /// held or were reversed, per source, catalog entry and category.
     Outcomes(outcomes::OutcomesArgs),
+    /// Proposals from history for a person to review: catalog entries for recurring failures
+    /// agents and people decided the same way, entries whose retries keep failing, Torc
+    /// failure-handler rules. Applies nothing.
+    Suggest(suggest::SuggestArgs),
     /// Apply a plan (re-checking every job first).
     #[command(after_help = EXIT_STATUS)]
     Apply(apply::ApplyArgs),
@@ -74,6 +79,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(&cli.global, args).await,
         Command::Watch(args) => watch::run(&cli.global, args).await,
         Command::Outcomes(args) => outcomes::run(&cli.global, args).await,
+        Command::Suggest(args) => suggest::run(&cli.global, args).await,
         Command::Apply(args) => apply::run(&cli.global, args).await,
         Command::Review(args) => review::run(args),
         Command::Circuit(args) => circuit::run(args),

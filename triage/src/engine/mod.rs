@@ -27,6 +27,7 @@ pub mod propose_log;
 pub mod report;
 pub mod review;
 pub mod rules;
+pub mod suggest;
 mod tail;
 pub mod validate;
 

@@ -58,6 +58,10 @@ pub struct DecisionOutcome {
     pub category: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catalog_entry: Option<String>,
+    /// What the catalog said when the decision was made (`transient`, `permanent`,
+    /// `unknown`), when the decision recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog_verdict: Option<String>,
     /// The failure signature of the attempt decided on.
     pub signature: String,
     pub result: Result,
@@ -81,7 +85,8 @@ pub struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, action: &str, r: Result) {
+    /// Count one decision with its result.
+    pub fn add(&mut self, action: &str, r: Result) {
         match action {
             "retry" => self.retries += 1,
             _ => self.fails += 1,
@@ -184,6 +189,7 @@ impl Engine {
                 source: source_of(e),
                 category: text(&e.details, &["catalog", "category"]).map(str::to_string),
                 catalog_entry: text(&e.details, &["catalog", "entry"]).map(str::to_string),
+                catalog_verdict: text(&e.details, &["catalog", "verdict"]).map(str::to_string),
                 signature,
                 result,
                 next_signature,
