@@ -67,6 +67,17 @@ fi
 export TORC_BIN_DIR="$TORC_ROOT/bin"
 "$TORC_BIN_DIR/torc" --version
 
+step "Prometheus and promtool (Debian's prometheus package: the metrics tests check and scrape with them)"
+if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
+  [ "$(id -u)" = 0 ] || { echo "error: installing prometheus needs root: run as root, or apt-get install prometheus first" >&2; exit 1; }
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends prometheus >/dev/null 2>&1 \
+    || { apt-get update -qq >/dev/null 2>&1 || true; apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+fi
+# The package starts a system Prometheus on :9090 where an init system runs; the tests start
+# their own on a free port, so that one is neither needed nor in the way.
+promtool --version | head -1
+
 step "Slurm 22.05 cluster (Debian packages; slurmctld, slurmd, slurmdbd + MariaDB on loopback, under $TRIAGE_TOOLS/slurm)"
 # The slurm: backend's tests submit real jobs to it. Stopped when this script exits.
 SLURM_ROOT="$TRIAGE_TOOLS/slurm"

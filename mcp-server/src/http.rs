@@ -1,7 +1,8 @@
 //! Streamable HTTP at `http://ADDR/mcp`: loopback by default; a non-loopback address only
 //! with a bearer token (read from an environment variable named by `--token-env`, never from
 //! the command line); Host and Origin checked against allow lists (DNS-rebinding protection);
-//! an unauthenticated call gets 401.
+//! an unauthenticated call gets 401. `/metrics` serves the Prometheus exposition behind the
+//! same checks.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -53,9 +54,17 @@ pub async fn serve(addr: SocketAddr, server: TriageServer, args: &Args) -> anyho
         .with_cancellation_token(cancel.child_token())
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins);
+    let for_sessions = server.clone();
     let service: StreamableHttpService<TriageServer, LocalSessionManager> =
-        StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
-    let mut app = Router::new().nest_service("/mcp", service);
+        StreamableHttpService::new(move || Ok(for_sessions.clone()), Arc::new(LocalSessionManager::default()), config);
+    let metrics = server.state.metrics.clone();
+    let mut app = Router::new().nest_service("/mcp", service).route(
+        "/metrics",
+        axum::routing::get(move || {
+            let m = metrics.clone();
+            async move { ([(header::CONTENT_TYPE, triage::metrics::CONTENT_TYPE)], m.render()) }
+        }),
+    );
     if let Some(t) = token {
         app = app.layer(middleware::from_fn_with_state(Arc::new(t), require_bearer));
     }

@@ -39,6 +39,8 @@ pub struct State {
     pub max_answer_bytes: Option<u32>,
     /// The propose-only log, in propose-only mode.
     pub proposals: Option<ProposeLog>,
+    /// Served at `/metrics` over `--http`: jobs judged by the classify tool, backend errors.
+    pub metrics: triage::metrics::Metrics,
 }
 
 impl State {
@@ -69,6 +71,7 @@ impl State {
             agent_name: args.agent_name.clone(),
             max_answer_bytes: args.max_answer_bytes,
             proposals,
+            metrics: triage::metrics::Metrics::new(),
         }))
     }
 

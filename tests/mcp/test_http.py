@@ -75,3 +75,43 @@ def test_token_env_must_name_a_set_variable(demo):
     p = subprocess.run([str(TRIAGE_MCP), "--backend", f"dir:{demo}", "--http", "127.0.0.1:0", "--token-env", "NOT_SET_ANYWHERE"],
                        capture_output=True, text=True, env=env, timeout=30)
     assert p.returncode == 1 and "NOT_SET_ANYWHERE" in p.stderr
+
+
+def get_metrics(url, token=None):
+    """GET /metrics beside /mcp; (status, content type, body)."""
+    req = urllib.request.Request(url.rsplit("/mcp", 1)[0] + "/metrics",
+                                 headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.headers.get("Content-Type", ""), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, "", ""
+
+
+def test_metrics_count_classified_jobs_and_pass_promtool(server):
+    import shutil
+
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool is not on PATH; install Debian's prometheus package (apt-get install prometheus)"
+    assert get_metrics(server)[0] == 401, "/metrics is behind the same bearer token"
+
+    async def go():
+        client = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
+        async with client:
+            async with streamable_http_client(server, http_client=client) as (read, write):
+                async with ClientSession(read, write) as s:
+                    await s.initialize()
+                    out = structured(await s.call_tool("classify_and_resolve_failures", {
+                        "workflow_id": 42, "classifications": [
+                            {"job_id": 2, "action": "retry", "reason": "network blip"},
+                            {"job_id": 6, "action": "retry", "reason": "try again"}]}))
+                    assert len(out["results"]) == 2
+
+    run(go())
+    status, ctype, body = get_metrics(server, TOKEN)
+    assert status == 200 and "version=0.0.4" in ctype, (status, ctype)
+    # A dry run: one would apply (transient, agreed), one is a conflict with the catalog.
+    assert 'outcome="would_apply",validation="accepted",verdict="transient"} 1' in body, body
+    assert 'validation="conflict",verdict="permanent"} 1' in body, body
+    check = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr

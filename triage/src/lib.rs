@@ -14,6 +14,7 @@ pub mod clients;
 pub mod engine;
 pub mod fsutil;
 pub mod logs;
+pub mod metrics;
 pub mod model;
 pub mod prompts;
 pub mod resilience;

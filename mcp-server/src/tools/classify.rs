@@ -63,11 +63,12 @@ pub async fn run(
     };
     let agent = state.agent_name(client);
     let who = format!("triage-mcp ({agent})");
-    let (results, unmatched) = state
-        .engine
-        .classify(args.workflow_id, &args.classifications, &agent, mode, &who)
-        .await
-        .map_err(|e| e.to_string())?;
+    let (results, unmatched) =
+        state.engine.classify(args.workflow_id, &args.classifications, &agent, mode, &who).await.map_err(|e| {
+            state.metrics.record_backend_error(&state.engine.backend.describe());
+            e.to_string()
+        })?;
+    state.metrics.record_jobs(results.iter().map(|r| &r.entry));
     if let (Mode::ProposeOnly, Some(log)) = (mode, &state.proposals) {
         log.record(args.workflow_id, &results).map_err(|e| e.to_string())?;
     }

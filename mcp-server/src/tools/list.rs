@@ -61,7 +61,10 @@ pub async fn run(state: &State, args: ListArgs) -> Result<rmcp::model::CallToolR
     let max_bytes = state.max_answer_bytes.map_or(max_bytes, |cap| max_bytes.min(cap)) as usize;
     let mut engine = state.engine.clone();
     engine.tail_lines = tail_lines as usize;
-    let (info, evidence) = engine.pending(args.workflow_id).await.map_err(|e| e.to_string())?;
+    let (info, evidence) = engine.pending(args.workflow_id).await.map_err(|e| {
+        state.metrics.record_backend_error(&engine.backend.describe());
+        e.to_string()
+    })?;
     let grouping = Grouping::new(&evidence);
     // The answer carries the page twice (structured content and its text rendering).
     let budget = max_bytes.saturating_sub(2048) * 9 / 20;

@@ -7,6 +7,7 @@ mod common;
 mod hints;
 mod logs;
 mod mcp_config;
+mod metrics_server;
 mod outcomes;
 mod output;
 mod progress;

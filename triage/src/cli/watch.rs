@@ -48,6 +48,9 @@ pub struct WatchArgs {
     /// TRIAGE_WORKFLOW_ID, TRIAGE_REVIEW_JOBS (comma-separated ids) and TRIAGE_REVIEW_PLAN set.
     #[arg(long, value_name = "CMD")]
     pub on_review: Option<String>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464; port 0 picks one).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
     /// Events and each batch's plan as JSON Lines on stdout.
     #[arg(long)]
     pub json: bool,
@@ -99,7 +102,7 @@ pub async fn run(global: &GlobalArgs, args: WatchArgs) -> anyhow::Result<ExitCod
     anyhow::ensure!(args.interval > 0.0, "--interval must be more than 0 seconds");
     let state = CircuitBook::default_dir();
     let first = args.workflow[0];
-    let opts = WatchOptions {
+    let mut opts = WatchOptions {
         workflows: args.workflow.clone(),
         interval: seconds("--interval", args.interval)?,
         settle: seconds("--settle", args.settle)?,
@@ -111,8 +114,14 @@ pub async fn run(global: &GlobalArgs, args: WatchArgs) -> anyhow::Result<ExitCod
         run: args.agent.run_options(&settings, first, args.dry_run, state.join("runs"))?,
         runs_dir: state.join("runs"),
         lock_dir: state.join("watch").join("locks"),
+        metrics: None,
     };
     anyhow::ensure!(args.max_jobs_per_run != Some(0), "--max-jobs-per-run must be at least 1");
+    if let Some(addr) = args.metrics {
+        let metrics = triage::metrics::Metrics::new();
+        super::metrics_server::spawn(addr, metrics.clone()).await?;
+        opts.metrics = Some(metrics);
+    }
 
     // From here on a signal is a stop request, honoured between batches: the process does
     // not die in the middle of a move.

@@ -130,11 +130,27 @@ pub struct RunEvent {
     /// The agent or backend concerned.
     pub subject: String,
     pub reason: String,
+    /// How long it took, for events that end something timed (an agent's run, with its
+    /// retries: `agent_done`, `recovered`, `fallback`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_secs: Option<f64>,
 }
 
 impl RunEvent {
     pub fn now(kind: &str, subject: &str, reason: impl Into<String>) -> RunEvent {
-        RunEvent { time: Timestamp::now(), kind: kind.into(), subject: subject.into(), reason: reason.into() }
+        RunEvent {
+            time: Timestamp::now(),
+            kind: kind.into(),
+            subject: subject.into(),
+            reason: reason.into(),
+            duration_secs: None,
+        }
+    }
+
+    /// The same event, saying how long it took.
+    pub fn took(mut self, d: std::time::Duration) -> RunEvent {
+        self.duration_secs = Some(d.as_secs_f64());
+        self
     }
 }
 

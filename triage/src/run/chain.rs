@@ -106,7 +106,9 @@ pub async fn choose(
                 Err(e) => emit(RunEvent::now("warning", &name, e.to_string())),
             }
         }
+        let started = std::time::Instant::now();
         let result = attempt_with_retries(engine, opts, kind, emit, &mut outputs).await;
+        let took = started.elapsed();
         match result {
             Ok((back, tries)) => {
                 if use_breaker && let Ok(Some(from)) = book.record_success(&name) {
@@ -114,7 +116,7 @@ pub async fn choose(
                 }
                 // `recovered` only when the agent worked after failing; `agent_done` otherwise.
                 let kind = if tries > 1 || probing { "recovered" } else { "agent_done" };
-                emit(RunEvent::now(kind, &name, format!("{} proposals", back.proposals.len())));
+                emit(RunEvent::now(kind, &name, format!("{} proposals", back.proposals.len())).took(took));
                 if back.unreadable > 0 {
                     emit(RunEvent::now(
                         "warning",
@@ -147,7 +149,7 @@ pub async fn choose(
                     ));
                 }
                 let next = opts.chain.get(position + 1).map(|k| k.as_str()).unwrap_or("a person (needs review)");
-                emit(RunEvent::now("fallback", &name, format!("{failure}; falling back to {next}")));
+                emit(RunEvent::now("fallback", &name, format!("{failure}; falling back to {next}")).took(took));
             }
         }
     }

@@ -81,6 +81,8 @@ pub struct WatchOptions {
     pub runs_dir: PathBuf,
     /// Where the per-workflow locks live.
     pub lock_dir: PathBuf,
+    /// Metrics to keep up to date (`--metrics ADDR` serves them).
+    pub metrics: Option<crate::metrics::Metrics>,
 }
 
 /// How a watch ended.
@@ -177,7 +179,32 @@ enum Poll {
 
 impl Watcher<'_> {
     fn emit(&self, kind: &str, reason: &str) {
-        self.sink.event(&RunEvent::now(kind, "triage watch", reason));
+        self.event(&RunEvent::now(kind, "triage watch", reason));
+    }
+
+    fn event(&self, e: &RunEvent) {
+        if let Some(m) = &self.opts.metrics {
+            m.record_event(e);
+        }
+        self.sink.event(e);
+    }
+
+    /// After a batch: count its jobs, and follow up every decision of the watched workflows.
+    async fn update_metrics(&self, plan: &Plan) {
+        let Some(m) = &self.opts.metrics else { return };
+        m.record_jobs(&plan.jobs);
+        let mut reports = Vec::new();
+        for wf in &self.opts.workflows {
+            match self.engine.outcomes(*wf).await {
+                Ok(r) => reports.push(r),
+                Err(e) => {
+                    self.emit("warning", &format!("workflow {wf}: cannot follow up decisions for the metrics: {e}"))
+                }
+            }
+        }
+        m.set_results(&reports);
+        // Last, so a scrape that sees the batch sees all of it.
+        m.record_batch();
     }
 
     fn stop_requested(&self) -> Option<String> {
@@ -276,13 +303,14 @@ impl Watcher<'_> {
                 );
             }
         }
-        let on_event = |e: &RunEvent| self.sink.event(e);
+        let on_event = |e: &RunEvent| self.event(e);
         let plan = match crate::run::run(self.engine, &run, &on_event).await {
             Ok(p) => p,
             Err(RunError::Interrupted(i)) => return Ok(Poll::Interrupted(i)),
             Err(RunError::Backend(e)) => return Err(e.into()),
         };
         self.sink.batch(&plan);
+        self.update_metrics(&plan).await;
         for j in &plan.jobs {
             let key = (j.job_id, j.attempt_id);
             match j.outcome {
