@@ -299,9 +299,10 @@ fn context_from_an_attempt_uses_the_signal_convention() {
     let ctx = ScanContext::from_attempt(&a);
     assert_eq!(ctx.exit_code, Some(137));
     assert_eq!(ctx.scheduler_state, Some(SchedulerState::OutOfMemory));
+    // A kill with memory evidence (here the scheduler's OUT_OF_MEMORY): the sigkill analyzer.
     let h = Catalog::builtin().scan("Killed\n", &ctx);
     let ev = h.evidence.expect("evidence");
-    assert_eq!(ev.id, "process-killed");
+    assert_eq!(ev.id, "sigkill/memory");
     assert_eq!(ev.confirmed_by.as_deref(), Some("exit code 137"));
 
     let b: crate::model::Attempt =
