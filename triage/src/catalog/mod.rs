@@ -33,8 +33,10 @@
 //! (1) basis: text confirmed by exit code or scheduler state > scheduler state alone > text
 //! alone > exit code alone; (2) `priority`; (3) the later line; (4) on one line permanent >
 //! transient > context; (5) catalog order, decides. A `context` entry never makes a verdict
-//! transient or permanent: when it decides, the verdict is `unknown` with its hint. Details
-//! and reasons in `verdict.rs`, tests there and in `tests.rs`.
+//! transient or permanent: when it decides, the verdict is `unknown` with its hint. A
+//! transient and a permanent candidate that tie on (1) and (2) on different lines are a
+//! conflict: `unknown`, with both named. Details and reasons in `verdict.rs`, tests there and
+//! in `tests.rs`.
 //!
 //! # Choices worth knowing
 //!

@@ -17,7 +17,7 @@ use super::analyzers::{self, Input, MAX_WOKEN_LINES};
 use super::ansi::strip_ansi;
 use super::entry::Entry;
 use super::hints::{HintMatch, Hints, ScanContext, excerpt};
-use super::verdict::{Basis, Candidate, decide};
+use super::verdict::{Basis, Candidate, contrary, decide};
 
 /// Compiled size allowed for one pattern (compiled alone to check examples or find a bad one).
 pub(crate) const REGEX_SIZE_LIMIT: usize = 4 << 20;
@@ -216,6 +216,30 @@ pub(crate) fn scan(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &ScanC
         return Hints::unknown();
     };
     let evidence = listed.iter().find(|(c, _)| c.entry == best.entry && c.line == best.line).map(|(_, m)| m.clone());
+    if let Some(other) = contrary(&candidates, best, entries)
+        && let Some(o) = entries.get(other.entry)
+    {
+        return Hints {
+            verdict: crate::model::Verdict::Unknown,
+            category: Some(entry.category.clone()),
+            action: Some(crate::model::SuggestedAction::Escalate),
+            strategy: Some(crate::model::Strategy::Escalate),
+            hint: Some(format!(
+                "Conflicting evidence of the same weight: line {} (`{}`, {}) says: {} Line {} (`{}`, {}) says: {} \
+                 The catalog does not decide; the first error is usually the cause.",
+                best.line,
+                entry.id,
+                entry.class.verdict().as_str(),
+                entry.hint,
+                other.line,
+                o.id,
+                o.class.verdict().as_str(),
+                o.hint
+            )),
+            matches: cap_matches(listed, best),
+            evidence,
+        };
+    }
     Hints {
         verdict: entry.class.verdict(),
         category: Some(entry.category.clone()),
