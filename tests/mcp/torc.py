@@ -103,7 +103,7 @@ def jobs_by_name(url: str, wf: int):
 E2E_JOBS = [
     {"name": "conn_refused", "command": "python3 -c \"import socket; socket.create_connection(('127.0.0.1', 9))\""},
     {"name": "syntax", "command": "python3 -c 'def broken(:'"},
-    {"name": "killed", "command": "sh -c 'kill -9 $$'; exit $?"},
+    {"name": "killed", "command": "sh -c 'echo \"Out of memory: Killed process $$ (sh)\" >&2; kill -9 $$'; exit $?"},
     {"name": "flaky", "command": "if [ -f \"$TORC_OUTPUT_DIR/flaky.marker\" ]; then echo recovered; else touch \"$TORC_OUTPUT_DIR/flaky.marker\"; "
                                  "echo 'ConnectionResetError: [Errno 104] Connection reset by peer' >&2; exit 1; fi"},
     {"name": "unknown", "command": "echo 'frobnicator wobbled: quux level 7' >&2; exit 3"},

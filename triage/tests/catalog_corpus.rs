@@ -8,9 +8,22 @@
 //! 2. `tests/data/catalog_probes.jsonl`: tails we wrote ourselves, in the same format, to probe
 //!    phrasings the corpus does not have. Same measures and thresholds.
 //!
-//! Both print the figures and every disagreement with the label (run with `--nocapture` to
-//! see them on success). `TRIAGE_CORPUS_VERBOSE=1` prints every case's deciding match;
-//! `TRIAGE_CORPUS=FILE` scores another file of the same format in place of the corpus.
+//! 3. `fixtures/corpus/own.jsonl`: 493 labelled real tails from public sources (same format),
+//!    split by a stable hash of the case id ([`held_out`]: FNV-1a 64 of the id's UTF-8 bytes,
+//!    `% 100 < 30`, about 30% of the cases) into a *tuning* share and a *held-out* share.
+//!    Entries are written against dev.jsonl, the probes and the tuning share only; nobody
+//!    reads the held-out cases' text, and this test prints only their aggregate figures. The
+//!    held-out figures are the catalog's honest score on text it has not seen.
+//!    The tuning share must reach the issue-12 goal: transient precision >= 0.99, permanent
+//!    precision >= 0.98, coverage >= 0.90, and `unknown` on >= 80% of the cases labelled
+//!    `ambiguous` (abstention). **The held-out share does not reach that goal yet**: its test
+//!    asserts a floor at the last measured figures ([`HELD_OUT_FLOOR`]) and prints the goal
+//!    beside each figure.
+//!
+//! Each prints the figures; all but the held-out share print every disagreement with the
+//! label (run with `--nocapture` to see them on success). `TRIAGE_CORPUS_VERBOSE=1` prints
+//! every case's deciding match (never a held-out one); `TRIAGE_CORPUS=FILE` scores another
+//! file of the same format in place of dev.jsonl.
 
 use std::path::{Path, PathBuf};
 
@@ -22,6 +35,9 @@ use triage::model::Verdict;
 struct Case {
     id: String,
     exit_code: Option<i64>,
+    /// What the scheduler said, where the case records it (`FAILED`, `OUT_OF_MEMORY`, ...).
+    #[serde(default)]
+    scheduler_state: Option<String>,
     stderr_tail: String,
     label: String,
     category: String,
@@ -32,6 +48,8 @@ struct Score {
     transient_precision: f64,
     permanent_precision: f64,
     coverage: f64,
+    /// Of the cases labelled `ambiguous`, the share the catalog calls unknown (1.0 when none).
+    abstention: f64,
 }
 
 fn corpus_path() -> PathBuf {
@@ -70,20 +88,34 @@ fn describe(h: &Hints) -> String {
 
 /// Scan every case, print the measures and the disagreements, and return the measures.
 fn score(cases: &[Case], name: &str) -> Score {
+    score_with(cases, name, true)
+}
+
+/// [`score`]; with `show` false only the aggregate figures are printed (the held-out share).
+fn score_with(cases: &[Case], name: &str, show: bool) -> Score {
     let catalog = Catalog::builtin();
-    let verbose = std::env::var_os("TRIAGE_CORPUS_VERBOSE").is_some();
+    let verbose = show && std::env::var_os("TRIAGE_CORPUS_VERBOSE").is_some();
+    let (mut ambiguous, mut abstained) = (0usize, 0usize);
     let (mut transient, mut transient_ok) = (0usize, 0usize);
     let (mut permanent, mut permanent_ok) = (0usize, 0usize);
     let (mut scored, mut decided) = (0usize, 0usize);
     let mut report = Vec::new();
     for case in cases {
-        let ctx = ScanContext { exit_code: case.exit_code, scheduler_state: None };
+        let scheduler_state = case
+            .scheduler_state
+            .as_deref()
+            .map(|s| s.parse().unwrap_or_else(|_| panic!("{}: unknown scheduler state {s:?}", case.id)));
+        let ctx = ScanContext { exit_code: case.exit_code, scheduler_state };
         let h = catalog.scan(&case.stderr_tail, &ctx);
         let expected = match case.label.as_str() {
             "retry" => Verdict::Transient,
             "fail" => Verdict::Permanent,
             _ => Verdict::Unknown,
         };
+        if case.label == "ambiguous" {
+            ambiguous += 1;
+            abstained += usize::from(h.verdict == Verdict::Unknown);
+        }
         if expected != Verdict::Unknown {
             scored += 1;
             decided += usize::from(h.verdict != Verdict::Unknown);
@@ -110,7 +142,7 @@ fn score(cases: &[Case], name: &str) -> Score {
         if verbose {
             eprintln!("{line}");
         }
-        if h.verdict != expected {
+        if show && h.verdict != expected {
             report.push(line);
         }
     }
@@ -120,16 +152,56 @@ fn score(cases: &[Case], name: &str) -> Score {
         transient_precision: ratio(transient_ok, transient),
         permanent_precision: ratio(permanent_ok, permanent),
         coverage: ratio(decided, scored),
+        abstention: ratio(abstained, ambiguous),
     };
     eprintln!("catalog {} on {name}: {} cases, {scored} labelled retry/fail", catalog.version(), cases.len());
     eprintln!("  transient precision {:.3} ({transient_ok}/{transient})", s.transient_precision);
     eprintln!("  permanent precision {:.3} ({permanent_ok}/{permanent})", s.permanent_precision);
     eprintln!("  coverage            {:.3} ({decided}/{scored})", s.coverage);
-    eprintln!("  disagreements with the label (a good answer for `ambiguous` is unknown):");
-    for line in &report {
-        eprintln!("{line}");
+    eprintln!("  ambiguous abstained {:.3} ({abstained}/{ambiguous})", s.abstention);
+    if show {
+        eprintln!("  disagreements with the label (a good answer for `ambiguous` is unknown):");
+        for line in &report {
+            eprintln!("{line}");
+        }
     }
     s
+}
+
+/// Whether a case of `own.jsonl` belongs to the held-out share: FNV-1a (64-bit) of the id's
+/// UTF-8 bytes, modulo 100, below 30. Stable across runs, platforms and file order, so a case
+/// never moves between the shares, and new cases fall into either at about 30%.
+fn held_out(id: &str) -> bool {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h % 100 < 30
+}
+
+/// The two shares of `fixtures/corpus/own.jsonl`: (tuning, held out).
+fn own_shares() -> (Vec<Case>, Vec<Case>) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/corpus/own.jsonl");
+    load_cases(&path, "the own corpus").into_iter().partition(|c| !held_out(&c.id))
+}
+
+/// The issue-12 goal for text the catalog was not written against.
+fn check_goal(s: &Score, what: &str) {
+    let mut misses = Vec::new();
+    if s.transient_precision < 0.99 {
+        misses.push(format!("transient precision {:.3} < 0.99", s.transient_precision));
+    }
+    if s.permanent_precision < 0.98 {
+        misses.push(format!("permanent precision {:.3} < 0.98", s.permanent_precision));
+    }
+    if s.coverage < 0.90 {
+        misses.push(format!("coverage {:.3} < 0.90", s.coverage));
+    }
+    if s.abstention < 0.80 {
+        misses.push(format!("abstention on ambiguous cases {:.3} < 0.80", s.abstention));
+    }
+    assert!(misses.is_empty(), "{what}: {}", misses.join("; "));
 }
 
 fn check(s: &Score) {
@@ -150,4 +222,50 @@ fn builtin_catalog_scores_on_our_probes() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/catalog_probes.jsonl");
     let cases = load_cases(&path, "the probe set");
     check(&score(&cases, "tests/data/catalog_probes.jsonl"));
+}
+
+#[test]
+fn held_out_split_is_stable() {
+    // Fixed points of the hash, so a change to it (which would move cases between the
+    // shares and void the held-out score) fails here.
+    assert!(!held_out("own-0001"));
+    let (tune, held) = own_shares();
+    assert_eq!((tune.len(), held.len()), (331, 162), "own.jsonl changed: update the counts");
+}
+
+#[test]
+fn builtin_catalog_scores_on_the_own_tuning_share() {
+    let (tune, _) = own_shares();
+    let s = score(&tune, "fixtures/corpus/own.jsonl, tuning share (~70%)");
+    check_goal(&s, "own.jsonl tuning share");
+}
+
+/// The held-out share's floor: the figures measured when the share last grew (493 cases, 162
+/// held out), rounded down to 0.01. **The issue-12 goal (0.99 / 0.98 / 0.90 / 0.80) is not
+/// met on this share yet**; this floor keeps main green and catches regressions. Raise it as
+/// the catalog improves, and replace it with [`check_goal`] once the goal is reached.
+const HELD_OUT_FLOOR: [f64; 4] = [0.90, 0.94, 0.80, 0.50];
+
+/// The honest score: cases nobody tuned the catalog on. Only aggregate figures are printed.
+/// It must stay at or above [`HELD_OUT_FLOOR`]; the goal is printed beside it.
+#[test]
+fn builtin_catalog_scores_on_the_own_held_out_share() {
+    let (_, held) = own_shares();
+    let s = score_with(&held, "fixtures/corpus/own.jsonl, HELD-OUT share (~30%, never tuned on)", false);
+    let [tp, pp, cov, abst] = HELD_OUT_FLOOR;
+    let figures = [
+        ("transient precision", s.transient_precision, tp, 0.99),
+        ("permanent precision", s.permanent_precision, pp, 0.98),
+        ("coverage", s.coverage, cov, 0.90),
+        ("abstention on ambiguous cases", s.abstention, abst, 0.80),
+    ];
+    let mut misses = Vec::new();
+    for (what, got, floor, goal) in figures {
+        let state = if got >= goal { "goal met" } else { "GOAL NOT MET" };
+        eprintln!("  {what}: {got:.3} (floor {floor:.2}, issue-12 goal {goal:.2}: {state})");
+        if got < floor {
+            misses.push(format!("{what} {got:.3} < floor {floor:.2}"));
+        }
+    }
+    assert!(misses.is_empty(), "own.jsonl held-out share fell below its floor: {}", misses.join("; "));
 }

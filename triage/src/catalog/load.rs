@@ -125,7 +125,11 @@ impl Merger {
             entries.push(slot.patch.clone().finish(&slot.origin, &slot.origin.file)?);
             slots.push(slot);
         }
-        let matcher = match Matcher::build(&entries) {
+        // The analyzers' outcomes follow the entries (they have no patterns of their own).
+        let (outcomes, first) = super::analyzers::outcome_entries();
+        let first = first.into_iter().map(|f| f + entries.len()).collect();
+        entries.extend(outcomes);
+        let matcher = match Matcher::build(&entries, first) {
             Ok(m) => m,
             Err(error) => return Err(blame_set_error(&entries, &slots, error)),
         };
@@ -165,7 +169,7 @@ fn blame_set_error(entries: &[Entry], slots: &[Slot], error: String) -> CatalogE
 fn check_examples(entry: &Entry, origin: &Origin, patterns_origin: &Origin) -> Result<(), CatalogError> {
     let compiled = entry.patterns.iter().map(|p| compile_one(p, patterns_origin)).collect::<Result<Vec<_>, _>>()?;
     for example in &entry.examples {
-        if !compiled.iter().any(|re| re.is_match(example)) {
+        if !compiled.iter().any(|re| re.is_match(example.as_bytes())) {
             return Err(CatalogError::ExampleNotMatched {
                 file: origin.file.clone(),
                 line: origin.line,
@@ -175,7 +179,7 @@ fn check_examples(entry: &Entry, origin: &Origin, patterns_origin: &Origin) -> R
         }
     }
     for example in &entry.counter_examples {
-        if let Some(re) = compiled.iter().find(|re| re.is_match(example)) {
+        if let Some(re) = compiled.iter().find(|re| re.is_match(example.as_bytes())) {
             return Err(CatalogError::CounterExampleMatched {
                 file: origin.file.clone(),
                 line: origin.line,

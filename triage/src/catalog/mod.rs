@@ -12,9 +12,20 @@
 //! the embedded entries by this module's tests (with every pattern needing an example).
 //!
 //! Patterns are Rust regexes tried on each line of the ANSI-stripped text (`^`/`$` are the
-//! line's ends); use `(?i)` for case-insensitivity. Exit codes and scheduler states on an entry
+//! line's ends); use `(?i)` for case-insensitivity. They are matched with ASCII classes
+//! (`\w`, `\d`, `\s`, `\b` and `(?i)` are ASCII, `.` is one byte): logs are English and
+//! ASCII where it matters, and a Unicode-aware set of this size scans markedly slower. A
+//! non-ASCII character written in a pattern still matches itself. Exit codes and scheduler states on an entry
 //! with patterns only confirm it (making it specific); an entry without patterns matches on
 //! them alone.
+//!
+//! Where the meaning is in numbers or in a combination of lines, an **analyzer** (Rust, one
+//! file each under `analyzers/`) weighs it: the size of a CUDA allocation against the GPU, a
+//! Java heap error against a fixed `-Xmx`, an NCCL watchdog's sequence number, a SIGKILL
+//! against memory evidence, a Go panic's goroutine, a time-limit kill against the job's own
+//! "done", Snakemake's latency wait, a CrashLoopBackOff's last exit. Their triggers share the
+//! entries' `RegexSet`, their outcomes are listed with the entries (ids with `/`, source
+//! `analyzer`), and their findings compete in the verdict rule like matches.
 //!
 //! # Verdict rule
 //!
@@ -22,8 +33,10 @@
 //! (1) basis: text confirmed by exit code or scheduler state > scheduler state alone > text
 //! alone > exit code alone; (2) `priority`; (3) the later line; (4) on one line permanent >
 //! transient > context; (5) catalog order, decides. A `context` entry never makes a verdict
-//! transient or permanent: when it decides, the verdict is `unknown` with its hint. Details
-//! and reasons in `verdict.rs`, tests there and in `tests.rs`.
+//! transient or permanent: when it decides, the verdict is `unknown` with its hint. A
+//! transient and a permanent candidate that tie on (1) and (2) on different lines are a
+//! conflict: `unknown`, with both named. Details and reasons in `verdict.rs`, tests there and
+//! in `tests.rs`.
 //!
 //! # Choices worth knowing
 //!
@@ -34,11 +47,18 @@
 //!   job's own inputs, a missing file stays missing. When the file is an upstream job's
 //!   output and that job is being retried, the engine (which knows the dependencies, and
 //!   reports how a group's upstream jobs stand) is the place to wait instead.
+//! - Text that speaks of retrying or of time is not evidence by itself: "a simple retry will get
+//!   you on your way" (conda), "retry with --force" (npm), "not valid yet" (a clock), "Topic
+//!   not present in metadata after 60000 ms" (Kafka), "Resource temporarily unavailable" from
+//!   fork (a process limit). Entries are written for what the error means; where the text cannot
+//!   decide (a bare SIGKILL, a segfault, a CrashLoopBackOff without its exit, NaN), the entry is
+//!   `context` and the verdict `unknown`: a wrong verdict costs more than none.
 //! - A resolver saying a name does not exist (`no such host`, `Name or service not known`) is
 //!   `context`: a typo'd or region-less endpoint fails forever, a broken resolver recovers;
 //!   the text alone cannot tell. Names that are clearly not hosts (`https`, `$HOST`) are
 //!   permanent; well-known public hosts that "do not exist" are transient.
 
+mod analyzers;
 mod ansi;
 mod entry;
 mod error;
@@ -127,7 +147,8 @@ impl Catalog {
         &self.inner.version
     }
 
-    /// Every entry, in catalog order.
+    /// Every entry, in catalog order, then the analyzers' outcomes (source `analyzer`: no
+    /// patterns, reached only through their analyzer; see `analyzers/`).
     pub fn entries(&self) -> &[Entry] {
         &self.inner.entries
     }

@@ -177,11 +177,22 @@ fn state_only_beats_text_only() {
 }
 
 #[test]
-fn the_last_line_decides_among_equal_priorities() {
-    let h = scan("sqlite3.OperationalError: database is locked\nKeyError: 'x'\n");
+fn equal_priorities_of_opposite_classes_on_two_lines_conflict() {
+    // A transient and a permanent match of the same weight: the line order alone would decide,
+    // so the catalog does not; both are named in the hint.
+    for text in [
+        "sqlite3.OperationalError: database is locked\nKeyError: 'x'\n",
+        "KeyError: 'x'\nsqlite3.OperationalError: database is locked\n",
+    ] {
+        let h = scan(text);
+        assert_eq!(h.verdict, Verdict::Unknown, "{text}");
+        assert_eq!(h.action, Some(SuggestedAction::Escalate));
+        let hint = h.hint.unwrap_or_default();
+        assert!(hint.contains("lock-contention") && hint.contains("python-lookup-error"), "{hint}");
+    }
+    // The later line still decides among matches of one class.
+    let h = scan("KeyError: 'x'\nValueError: bad\n");
     assert_eq!(h.verdict, Verdict::Permanent);
-    let h = scan("KeyError: 'x'\nsqlite3.OperationalError: database is locked\n");
-    assert_eq!(h.verdict, Verdict::Transient);
 }
 
 #[test]
@@ -299,9 +310,10 @@ fn context_from_an_attempt_uses_the_signal_convention() {
     let ctx = ScanContext::from_attempt(&a);
     assert_eq!(ctx.exit_code, Some(137));
     assert_eq!(ctx.scheduler_state, Some(SchedulerState::OutOfMemory));
+    // A kill with memory evidence (here the scheduler's OUT_OF_MEMORY): the sigkill analyzer.
     let h = Catalog::builtin().scan("Killed\n", &ctx);
     let ev = h.evidence.expect("evidence");
-    assert_eq!(ev.id, "process-killed");
+    assert_eq!(ev.id, "sigkill/memory");
     assert_eq!(ev.confirmed_by.as_deref(), Some("exit code 137"));
 
     let b: crate::model::Attempt =

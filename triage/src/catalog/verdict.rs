@@ -17,6 +17,11 @@
 //!    only take a line from a decisive entry by a higher priority.
 //! 5. **Catalog order**: the earlier entry.
 //!
+//! **Conflict.** When a transient and a permanent candidate tie on basis and priority and only
+//! the line order (3) separates them, the tail holds contrary evidence of the same weight: the
+//! verdict is `unknown`, with both named in the hint ([`contrary`]). Consequences are written
+//! with lower priorities than the root causes they follow, so they never conflict with them.
+//!
 //! A `context` entry never yields transient or permanent. When one decides (it outranked every
 //! decisive match, or nothing else matched) the verdict is `unknown`, with that entry's
 //! category and hint, so "CUDA out of memory" or "exit 137" sends the job to a person (or to
@@ -67,6 +72,26 @@ fn key(c: &Candidate, entries: &[Entry]) -> (Basis, i32, usize, u8, Reverse<usiz
 /// The deciding candidate, if any matched.
 pub(crate) fn decide<'a>(candidates: &'a [Candidate], entries: &[Entry]) -> Option<&'a Candidate> {
     candidates.iter().max_by_key(|c| key(c, entries))
+}
+
+/// A decisive candidate of the class opposite to `best`'s that ties with it on basis and
+/// priority, on another line: the tail carries transient and permanent evidence of the same
+/// weight, and only the line order would separate them. That is a conflict, and the verdict is
+/// `unknown` (a wrong verdict costs more than none). On `best`'s own line the class order
+/// (rule 4) stands: one line is one piece of evidence. A lower priority never conflicts: root
+/// causes outrank their consequences by priority, so the catalog keeps deciding for them.
+pub(crate) fn contrary<'a>(candidates: &'a [Candidate], best: &Candidate, entries: &[Entry]) -> Option<&'a Candidate> {
+    let b = entries.get(best.entry)?;
+    let opposite = match b.class {
+        EntryClass::Transient => EntryClass::Permanent,
+        EntryClass::Permanent => EntryClass::Transient,
+        EntryClass::Context => return None,
+    };
+    candidates
+        .iter()
+        .filter(|c| c.basis == best.basis && c.line != best.line)
+        .filter(|c| entries.get(c.entry).is_some_and(|e| e.class == opposite && e.priority == b.priority))
+        .max_by_key(|c| key(c, entries))
 }
 
 #[cfg(test)]
@@ -130,6 +155,24 @@ mod tests {
         let all: Vec<_> = (0..4).map(|i| cand(i, 3, Basis::TextOnly)).collect();
         assert_eq!(winner(&all, &es), 2);
         assert_eq!(winner(&all[..2], &es), 1);
+    }
+
+    #[test]
+    fn equal_weight_on_two_lines_conflicts() {
+        let es = [entry("t", EntryClass::Transient, 0), entry("p", EntryClass::Permanent, 0)];
+        let cs = [cand(0, 2, Basis::TextOnly), cand(1, 5, Basis::TextOnly)];
+        let best = decide(&cs, &es).unwrap();
+        assert_eq!(contrary(&cs, best, &es).map(|c| c.entry), Some(0));
+        // On one line, the class order decides: no conflict.
+        let cs = [cand(0, 5, Basis::TextOnly), cand(1, 5, Basis::TextOnly)];
+        assert!(contrary(&cs, decide(&cs, &es).unwrap(), &es).is_none());
+        // A lower priority (a consequence) or a weaker basis never conflicts.
+        let es = [entry("t", EntryClass::Transient, -5), entry("p", EntryClass::Permanent, 0)];
+        let cs = [cand(0, 9, Basis::TextOnly), cand(1, 5, Basis::TextOnly)];
+        assert!(contrary(&cs, decide(&cs, &es).unwrap(), &es).is_none());
+        let es = [entry("t", EntryClass::Transient, 0), entry("p", EntryClass::Permanent, 0)];
+        let cs = [cand(0, 9, Basis::TextOnly), cand(1, 5, Basis::TextConfirmed)];
+        assert!(contrary(&cs, decide(&cs, &es).unwrap(), &es).is_none());
     }
 
     #[test]

@@ -23,14 +23,16 @@ impl JobSpec {
     }
 }
 
-/// The issue's seven: connection refused, SyntaxError, exit 137, flaky (fails on attempt 1,
+/// The issue's seven: connection refused, SyntaxError, exit 137 (an OOM kill), flaky (fails on attempt 1,
 /// succeeds on attempt 2 through a marker file), unknown, success, and one downstream of the
 /// SyntaxError job.
 pub fn e2e_jobs() -> Vec<JobSpec> {
     vec![
         JobSpec::new("conn_refused", r#"python3 -c "import socket; socket.create_connection(('127.0.0.1', 9))""#),
         JobSpec::new("syntax", "python3 -c 'def broken(:'"),
-        JobSpec::new("killed", "sh -c 'kill -9 $$'; exit $?"),
+        // An OOM kill as the job's stderr shows one: the kernel's line, then SIGKILL (exit 137).
+        // A bare SIGKILL gives no reason and stays unknown (issue 12).
+        JobSpec::new("killed", "sh -c 'echo \"Out of memory: Killed process $$ (sh)\" >&2; kill -9 $$'; exit $?"),
         JobSpec::new(
             "flaky",
             r#"if [ -f "$TORC_OUTPUT_DIR/flaky.marker" ]; then echo recovered on attempt $TORC_ATTEMPT_ID; else touch "$TORC_OUTPUT_DIR/flaky.marker"; echo 'ConnectionResetError: [Errno 104] Connection reset by peer' >&2; exit 1; fi"#,

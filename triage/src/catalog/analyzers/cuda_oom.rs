@@ -1,0 +1,126 @@
+//! A CUDA allocation failure weighed by its numbers.
+//!
+//! PyTorch prints how much it tried to allocate, the GPU's total capacity and what was free
+//! (`Tried to allocate 55.57 GiB. GPU 0 has a total capacity of 12.00 GiB of which 9.02 GiB
+//! is free`, or the older `(GPU 0; 6.00 GiB total capacity; ...; 3.03 GiB free; ...)`).
+//!
+//! - One allocation larger than the whole device can never succeed on it: permanent (the
+//!   input size, batch size or code must change).
+//! - An allocation smaller than what was reported free failed on fragmentation or a
+//!   concurrent allocation: it may or may not fit on a rerun. Context (unknown), with the
+//!   allocator hint.
+//! - Anything else stays with the `cuda-out-of-memory` entry (context): the job's own tensors
+//!   may or may not fit next time.
+
+use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, bytes, outcome, re};
+use crate::model::{EntryClass, Strategy, SuggestedAction};
+
+pub(crate) struct CudaOom;
+
+const LARGER: &str = "cuda-oom/larger-than-gpu";
+const FRAGMENTED: &str = "cuda-oom/fits-in-free-memory";
+
+static OUTCOMES: &[Outcome] = &[
+    Outcome {
+        id: LARGER,
+        class: EntryClass::Permanent,
+        category: "gpu_oom",
+        action: SuggestedAction::Fail,
+        strategy: Strategy::Abort,
+        priority: 26,
+        hint: "One CUDA allocation asked for more memory than the whole GPU has: no rerun on this GPU can \
+               succeed. Reduce the batch, input or model size (or shard it), or run on a larger GPU.",
+    },
+    Outcome {
+        id: FRAGMENTED,
+        class: EntryClass::Context,
+        category: "gpu_oom",
+        action: SuggestedAction::Escalate,
+        strategy: Strategy::ManualIntervention,
+        priority: 26,
+        hint: "The CUDA allocation failed although more memory was reported free than it asked for: \
+               fragmentation or another process allocating at the same time. A rerun may or may not fit; \
+               try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True and check what else shares the GPU.",
+    },
+];
+
+static TRIGGERS: &[&str] = &[r"(?i)\bTried to allocate [\d.]+ ?[KMGTP]i?B\b"];
+
+static REQUEST: Lazy = Lazy::new(|| re(r"(?i)\bTried to allocate ([\d.]+) ?([KMGTP]i?B)\b"));
+static CAPACITY: Lazy =
+    Lazy::new(|| re(r"(?i)(?:\btotal capac\w* of ([\d.]+) ?([KMGTP]i?B)\b|\b([\d.]+) ?([KMGTP]i?B) total capacity\b)"));
+static FREE: Lazy =
+    Lazy::new(|| re(r"(?i)(?:\bof which ([\d.]+) ?([KMGTP]i?B) (?:is )?free\b|[;,] ([\d.]+) ?([KMGTP]i?B) free\b)"));
+
+/// The first size captured by `re` in `line` (either alternative's pair of groups).
+fn size(re: &regex::Regex, line: &str) -> Option<f64> {
+    let c = re.captures(line)?;
+    let (n, u) = match (c.get(1), c.get(2)) {
+        (Some(n), Some(u)) => (n, u),
+        _ => (c.get(3)?, c.get(4)?),
+    };
+    bytes(n.as_str(), u.as_str())
+}
+
+impl Analyzer for CudaOom {
+    fn triggers(&self) -> &'static [&'static str] {
+        TRIGGERS
+    }
+
+    fn outcomes(&self) -> &'static [Outcome] {
+        OUTCOMES
+    }
+
+    fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
+        // The last failed allocation decides; its numbers are on its line or the next two.
+        let &i = input.woken.last()?;
+        let request = size(&REQUEST, input.lines.get(i)?)?;
+        let near = &input.lines[i..input.lines.len().min(i + 3)];
+        let capacity = near.iter().find_map(|l| size(&CAPACITY, l));
+        let free = near.iter().find_map(|l| size(&FREE, l));
+        let id = match (capacity, free) {
+            (Some(total), _) if request > total => LARGER,
+            (_, Some(free)) if request <= free => FRAGMENTED,
+            _ => return None,
+        };
+        Some(Finding { outcome: outcome(OUTCOMES, id), line: i, confirmed_by: None })
+    }
+
+    fn examples(&self) -> &'static [Example] {
+        &[
+            Example {
+                text: "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 55.57 GiB. GPU 0 has a \
+                       total capacty of 12.00 GiB of which 9.02 GiB is free.",
+                exit_code: Some(1),
+                expect: Some(LARGER),
+            },
+            Example {
+                text: "RuntimeError: CUDA out of memory. Tried to allocate 1.50 TiB (GPU 0; 79.15 GiB total \
+                       capacity; 1.2 GiB already allocated; 77.0 GiB free; 1.3 GiB reserved in total by PyTorch)",
+                exit_code: None,
+                expect: Some(LARGER),
+            },
+            Example {
+                text: "CUDA out of memory. Tried to allocate 2.26 GiB (GPU 0; 6.00 GiB total capacity; 781.59 MiB \
+                       already allocated; 3.03 GiB free; 1.24 GiB reserved in total by PyTorch)",
+                exit_code: None,
+                expect: Some(FRAGMENTED),
+            },
+            // Needs more than is free but less than the GPU: the cuda-out-of-memory entry's case.
+            Example {
+                text: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.78 GiB. GPU 0 has a total \
+                       capacity of 31.47 GiB of which 12.73 GiB is free.",
+                exit_code: None,
+                expect: None,
+            },
+            Example {
+                text: "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 5.80 GiB total \
+                       capacity; 5.60 GiB already allocated; 3.19 MiB free; 5.61 GiB reserved in total)",
+                exit_code: None,
+                expect: None,
+            },
+            // No numbers to weigh.
+            Example { text: "Tried to allocate 2.00 GiB", exit_code: None, expect: None },
+        ]
+    }
+}

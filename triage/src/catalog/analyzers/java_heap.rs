@@ -1,0 +1,119 @@
+//! A Java heap exhaustion weighed by where the heap's size comes from.
+//!
+//! `OutOfMemoryError: Java heap space` (or `GC overhead limit exceeded`) says the heap was
+//! too small for the work. Whether a retry with more memory helps depends on what sets the
+//! heap:
+//!
+//! - A `-Xmx` (or `-XX:MaxHeapSize`, Spark's `--driver-memory`/`--executor-memory`) visible in
+//!   the tail fixes the heap: more memory for the job changes nothing, the flag must change.
+//!   Permanent (configuration), all the more under a tiny heap.
+//! - No such flag: the JVM sized the heap from the memory it was given (a fraction of the
+//!   container or host), so a retry with more memory very likely succeeds. Transient,
+//!   `retry_more_memory`.
+//!
+//! The JVM limits that no heap size cures (`Requested array size exceeds VM limit`) and a
+//! heap the JVM cannot even reserve stay with the `java-heap` entry (permanent).
+
+use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, bytes, outcome, re};
+use crate::model::{EntryClass, Strategy, SuggestedAction};
+
+pub(crate) struct JavaHeap;
+
+const FIXED: &str = "java-heap/fixed-heap-too-small";
+const SIZED: &str = "java-heap/needs-more-memory";
+
+static OUTCOMES: &[Outcome] = &[
+    Outcome {
+        id: FIXED,
+        class: EntryClass::Permanent,
+        category: "jvm_oom",
+        action: SuggestedAction::Fail,
+        strategy: Strategy::Abort,
+        priority: 20,
+        hint: "The Java heap ran out under a heap size fixed on the command line (-Xmx or the Spark \
+               memory options shown): a retry with the same flag fails the same way, whatever memory \
+               the job gets. Raise the heap setting (and the job's memory with it) or reduce the work.",
+    },
+    Outcome {
+        id: SIZED,
+        class: EntryClass::Transient,
+        category: "jvm_oom",
+        action: SuggestedAction::RetryMoreMemory,
+        strategy: Strategy::RetryImmediate,
+        priority: 20,
+        hint: "The Java heap ran out and no fixed heap size is visible, so the JVM sized it from the \
+               memory it was given: retry with more memory (or more executor/driver memory for Spark). \
+               If a -Xmx is set elsewhere (a wrapper, JAVA_TOOL_OPTIONS), raise that instead.",
+    },
+];
+
+static TRIGGERS: &[&str] = &[r"\bOutOfMemoryError: (?:Java heap space|GC overhead limit exceeded)"];
+
+static HEAP_FLAG: Lazy = Lazy::new(|| {
+    re(
+        r"(?:-Xmx|-XX:MaxHeapSize=|--(?:driver|executor)-memory[= ]|spark\.(?:driver|executor)\.memory[= ])(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)[bB]?\b",
+    )
+});
+
+impl Analyzer for JavaHeap {
+    fn triggers(&self) -> &'static [&'static str] {
+        TRIGGERS
+    }
+
+    fn outcomes(&self) -> &'static [Outcome] {
+        OUTCOMES
+    }
+
+    fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
+        let &i = input.woken.last()?;
+        let fixed = input.lines.iter().any(|l| {
+            HEAP_FLAG.captures_iter(l).any(|c| {
+                let unit = c.get(2).map_or("", |u| u.as_str());
+                c.get(1).and_then(|n| bytes(n.as_str(), unit)).is_some()
+            })
+        });
+        Some(Finding { outcome: outcome(OUTCOMES, if fixed { FIXED } else { SIZED }), line: i, confirmed_by: None })
+    }
+
+    fn examples(&self) -> &'static [Example] {
+        &[
+            Example {
+                text: "+ java -Xmx256m -jar picard.jar MarkDuplicates I=in.bam O=out.bam\n\
+                       Exception in thread \"main\" java.lang.OutOfMemoryError: Java heap space\n\
+                       \tat java.util.Arrays.copyOf(Arrays.java:3332)",
+                exit_code: Some(1),
+                expect: Some(FIXED),
+            },
+            Example {
+                text: "Picked up _JAVA_OPTIONS: -Xmx2g\njava.lang.OutOfMemoryError: GC overhead limit exceeded",
+                exit_code: Some(1),
+                expect: Some(FIXED),
+            },
+            Example {
+                text: "spark-submit --driver-memory 1g --class Main app.jar\n\
+                       java.lang.OutOfMemoryError: Java heap space",
+                exit_code: None,
+                expect: Some(FIXED),
+            },
+            Example {
+                text: "21/02/03 07:55:00 ERROR Executor: Exception in task 0.0 in stage 1.0 (TID 5)\n\
+                       java.lang.OutOfMemoryError: GC overhead limit exceeded\n\
+                       \tat java.util.Arrays.copyOfRange(Arrays.java:3664)",
+                exit_code: None,
+                expect: Some(SIZED),
+            },
+            Example {
+                text: "Exception in thread \"main\" java.lang.OutOfMemoryError: Java heap space",
+                exit_code: Some(1),
+                expect: Some(SIZED),
+            },
+            // Limits no heap size cures are the java-heap entry's, not this analyzer's.
+            Example {
+                text: "java -Xmx64g -jar x.jar\nException in thread \"main\" java.lang.OutOfMemoryError: Requested array size exceeds VM limit",
+                exit_code: Some(1),
+                expect: None,
+            },
+            Example { text: "Error: -Xmx512m is set", exit_code: None, expect: None },
+        ]
+    }
+}

@@ -1,0 +1,174 @@
+//! Analyzers: catalog evidence that one regex cannot weigh.
+//!
+//! Some meanings are in numbers or in a combination of lines: a CUDA allocation larger than
+//! the whole GPU can never succeed, one that fails with free memory to spare is
+//! fragmentation; a Java heap error under a `-Xmx` of a few megabytes is a configuration,
+//! under a real heap it is a memory shortfall; an NCCL watchdog that fires on the first
+//! collectives is a setup problem, one that fires after hours is a hang. An analyzer is a
+//! small piece of Rust beside the TOML entries, one file each, with the same discipline:
+//!
+//! - **Triggers**: regexes added to the catalog's one `RegexSet`. An analyzer runs only on a
+//!   text where one of its triggers matched a line, so a scan that finds nothing for it costs
+//!   nothing more than before.
+//! - **Outcomes**: what it can conclude, each shown exactly like an entry (id, class,
+//!   category, action, strategy, hint, priority). They are listed by
+//!   [`Catalog::entries`](super::Catalog::entries) after the TOML entries (source
+//!   `analyzer`), and a finding becomes a candidate of the verdict rule like an entry's
+//!   match, at the line that carries the evidence (`confirmed_by` set when the exit code or
+//!   scheduler state took part, which makes it specific).
+//! - **Examples**: texts (with an exit code where it matters) and the outcome each must reach,
+//!   or `None` for a counter-example that must reach none of the analyzer's outcomes. The
+//!   tests check all of them, and that every outcome and every trigger is exercised.
+//!
+//! Outcome ids never clash with a user's entry: they contain `/`, which entry ids may not.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::entry::Entry;
+use super::hints::ScanContext;
+use crate::model::{EntryClass, Strategy, SuggestedAction};
+
+mod crashloop;
+mod cuda_oom;
+mod go_panic;
+mod java_heap;
+mod missing_output;
+mod nccl_watchdog;
+mod sigkill;
+mod time_limit;
+
+#[cfg(test)]
+mod tests;
+
+/// Every built-in analyzer, in the order their outcomes are listed.
+pub(crate) static ALL: &[&dyn Analyzer] = &[
+    &cuda_oom::CudaOom,
+    &java_heap::JavaHeap,
+    &nccl_watchdog::NcclWatchdog,
+    &sigkill::SigKill,
+    &go_panic::GoPanic,
+    &time_limit::TimeLimit,
+    &missing_output::MissingOutput,
+    &crashloop::CrashLoop,
+];
+
+/// A conclusion an analyzer can reach; shown like a catalog entry.
+pub(crate) struct Outcome {
+    pub id: &'static str,
+    pub class: EntryClass,
+    pub category: &'static str,
+    pub action: SuggestedAction,
+    pub strategy: Strategy,
+    /// As an entry's (see the verdict rule).
+    pub priority: i32,
+    pub hint: &'static str,
+}
+
+impl Outcome {
+    /// The outcome as a catalog entry (no patterns: it is reached only through its analyzer).
+    pub fn entry(&self) -> Entry {
+        Entry {
+            id: self.id.to_string(),
+            class: self.class,
+            category: self.category.to_string(),
+            patterns: Vec::new(),
+            exit_codes: Vec::new(),
+            scheduler_states: Vec::new(),
+            action: self.action,
+            strategy: self.strategy,
+            hint: self.hint.to_string(),
+            priority: self.priority,
+            examples: Vec::new(),
+            counter_examples: Vec::new(),
+            source: "analyzer".to_string(),
+        }
+    }
+}
+
+/// What an analyzer sees.
+pub(crate) struct Input<'a> {
+    /// Every line of the ANSI-stripped text (without `\r`), in order.
+    pub lines: &'a [&'a str],
+    /// 0-based indices of the lines that matched one of its triggers, in order (the last
+    /// [`MAX_WOKEN_LINES`] of them).
+    pub woken: &'a [usize],
+    pub ctx: &'a ScanContext,
+}
+
+/// At most this many trigger lines (the latest) are passed to an analyzer.
+pub(crate) const MAX_WOKEN_LINES: usize = 64;
+
+/// What an analyzer concluded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Finding {
+    /// Index into the analyzer's [`Analyzer::outcomes`].
+    pub outcome: usize,
+    /// 0-based line that carries the evidence.
+    pub line: usize,
+    /// Set when the exit code or scheduler state took part (e.g. `exit code 137`).
+    pub confirmed_by: Option<String>,
+}
+
+/// One example of an analyzer: the text, its exit code, and the outcome id it must reach
+/// (`None`: a counter-example, which must reach none). Read by the tests only.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) struct Example {
+    pub text: &'static str,
+    pub exit_code: Option<i64>,
+    pub expect: Option<&'static str>,
+}
+
+pub(crate) trait Analyzer: Sync {
+    /// Regexes (catalog syntax: tried on each line) that wake the analyzer.
+    fn triggers(&self) -> &'static [&'static str];
+    /// What it can conclude.
+    fn outcomes(&self) -> &'static [Outcome];
+    /// Its conclusion, if the evidence supports one.
+    fn analyze(&self, input: &Input<'_>) -> Option<Finding>;
+    /// Examples and counter-examples (checked by the tests).
+    #[cfg_attr(not(test), allow(dead_code))]
+    fn examples(&self) -> &'static [Example];
+}
+
+/// The outcome index of `id` in `outcomes` (for analyzers naming their outcomes).
+pub(crate) fn outcome(outcomes: &[Outcome], id: &str) -> usize {
+    outcomes.iter().position(|o| o.id == id).unwrap_or(usize::MAX)
+}
+
+/// A size such as `2.26 GiB`, `512m`, `38427376kb` in bytes (binary multiples; `k`, `m`,
+/// `g`, `t` alone as the JVM and schedulers use them). `None` if the unit is unknown.
+pub(crate) fn bytes(number: &str, unit: &str) -> Option<f64> {
+    let n: f64 = number.parse().ok()?;
+    let mult = match unit.to_ascii_lowercase().trim_end_matches('b').trim_end_matches('i') {
+        "" => 1.0,
+        "k" => 1024.0,
+        "m" => 1024.0 * 1024.0,
+        "g" => 1024.0 * 1024.0 * 1024.0,
+        "t" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        "p" => 1024.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    };
+    Some(n * mult)
+}
+
+/// Compile a regex written in this crate (a bad one is a bug the tests catch at once).
+pub(crate) fn re(pattern: &str) -> Regex {
+    Regex::new(pattern).unwrap_or_else(|e| panic!("analyzer regex {pattern:?}: {e}"))
+}
+
+/// Lazily compiled regexes of one analyzer.
+pub(crate) type Lazy = LazyLock<Regex>;
+
+/// The outcomes of every analyzer as entries, in [`ALL`] order, and for each analyzer the
+/// index of its first outcome in that list.
+pub(crate) fn outcome_entries() -> (Vec<Entry>, Vec<usize>) {
+    let mut entries = Vec::new();
+    let mut first = Vec::new();
+    for a in ALL {
+        first.push(entries.len());
+        entries.extend(a.outcomes().iter().map(Outcome::entry));
+    }
+    (entries, first)
+}

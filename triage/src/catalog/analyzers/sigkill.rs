@@ -1,0 +1,136 @@
+//! A SIGKILL weighed with the memory evidence around it.
+//!
+//! A process killed by SIGKILL (a shell's `Killed`, `signal 9`, exit 137 or -9) says nothing
+//! about why on its own: the kernel or cgroup OOM killer, a scheduler enforcing a limit, or a
+//! person. Alone it is context (the `process-killed` and `exit-sigkill` entries). Together
+//! with memory evidence anywhere in the tail (an OOM line, a memory limit, a memory-limited
+//! container, the scheduler's OUT_OF_MEMORY) it is the memory kill: transient, retry with
+//! more memory. Either half may come from the context (exit code 137/-9, the scheduler
+//! state) as long as the other is in the text.
+
+use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, outcome, re};
+use crate::model::{EntryClass, SchedulerState, Strategy, SuggestedAction};
+
+pub(crate) struct SigKill;
+
+const MEMORY: &str = "sigkill/memory";
+
+static OUTCOMES: &[Outcome] = &[Outcome {
+    id: MEMORY,
+    class: EntryClass::Transient,
+    category: "oom",
+    action: SuggestedAction::RetryMoreMemory,
+    strategy: Strategy::RetryImmediate,
+    priority: 28,
+    hint: "The process was killed with SIGKILL and the tail shows memory pressure (an OOM or memory-limit \
+           line, a memory-limited container, or the scheduler's OUT_OF_MEMORY): the memory kill. Retry with \
+           more memory (1.5-2x the request, or the measured peak plus margin), or fewer parallel tasks.",
+}];
+
+static TRIGGERS: &[&str] = &[
+    // The kill.
+    r"(?:^|[\s:])Killed(?:\s*$|\s+\S)",
+    r"(?i)\bsignal 9\b|\bSIGKILL\b",
+    r"(?i)\bexit ?code:? -9\b",
+    r"(?i)\b(?:exit(?:ed with)? (?:code|status)|non-zero exit status|returned a non-zero code:?)\s*:?\s*\(?137\b",
+    // The memory evidence.
+    r"(?i)\b(?:out of memory|oom|memory limit|memory cgroup|Cannot allocate memory|MemoryError|limited without swap|exceed\w* (?:its |the )?memory|low on memory|insufficient memory)\b",
+];
+
+static KILL: Lazy = Lazy::new(|| {
+    re(
+        r"(?i)(?:(?:^|[\s:])Killed(?:\s*$|\s+\S)|\bsignal 9\b|\bSIGKILL\b|\bexit ?code:? -9\b|\b(?:exit(?:ed with)? (?:code|status)|non-zero exit status|returned a non-zero code:?)\s*:?\s*\(?137\b)",
+    )
+});
+/// Lines that name a kill or memory but are not evidence of the job's host memory: a launcher
+/// killing the surviving ranks, GPU memory (its own entries weigh it).
+static NOT_EVIDENCE: Lazy =
+    Lazy::new(|| re(r"(?i)\bclosing signal\b|\b(?:CUDA|GPU|HIP|cudaMalloc|CUBLAS|cuDNN|device memory)\b"));
+static MEMORY_WORDS: Lazy = Lazy::new(|| {
+    re(
+        r"(?i)\b(?:out of memory|oom|memory limit|memory cgroup|Cannot allocate memory|MemoryError|limited without swap|exceed\w* (?:its |the )?memory|low on memory|insufficient memory)\b",
+    )
+});
+
+impl Analyzer for SigKill {
+    fn triggers(&self) -> &'static [&'static str] {
+        TRIGGERS
+    }
+
+    fn outcomes(&self) -> &'static [Outcome] {
+        OUTCOMES
+    }
+
+    fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
+        let line = |i: &usize| input.lines.get(*i).copied().unwrap_or("");
+        // The kernel's "Out of memory: Killed process N" is memory evidence, not a kill of
+        // the job's own process as a shell or launcher reports it.
+        let evidence = |i: &&usize| !NOT_EVIDENCE.is_match(line(i));
+        let kill_line =
+            input.woken.iter().rev().filter(evidence).find(|i| KILL.is_match(&line(i).replace("Killed process", "")));
+        let memory_line = input.woken.iter().rev().filter(evidence).find(|i| MEMORY_WORDS.is_match(line(i)));
+        let code = input.ctx.exit_code.filter(|c| matches!(c, 137 | -9));
+        let oom_state = input.ctx.scheduler_state == Some(SchedulerState::OutOfMemory);
+        let killed = kill_line.is_some() || code.is_some();
+        let memory = memory_line.is_some() || oom_state;
+        if !(killed && memory) {
+            return None;
+        }
+        let at = *kill_line.or(memory_line)?;
+        let confirmed_by = match (code, oom_state) {
+            (Some(c), _) => Some(format!("exit code {c}")),
+            (None, true) => Some("scheduler state OUT_OF_MEMORY".to_string()),
+            (None, false) => None,
+        };
+        Some(Finding { outcome: outcome(OUTCOMES, MEMORY), line: at, confirmed_by })
+    }
+
+    fn examples(&self) -> &'static [Example] {
+        &[
+            Example {
+                text: "Command exit status:\n  137\nCommand error:\n  WARNING: Your kernel does not support swap \
+                       limit capabilities or the cgroup is not mounted. Memory limited without swap.",
+                exit_code: Some(137),
+                expect: Some(MEMORY),
+            },
+            Example {
+                text: "/var/spool/slurmd/job42/slurm_script: line 9: 1234 Killed  python train.py\n\
+                       slurmstepd: error: Detected 1 oom-kill event in StepId=42.batch.",
+                exit_code: None,
+                expect: Some(MEMORY),
+            },
+            Example {
+                text: "MemoryError: Unable to allocate array\nmpirun noticed that process rank 0 exited on signal 9 (Killed).",
+                exit_code: None,
+                expect: Some(MEMORY),
+            },
+            Example { text: "worker: memory limit reached, RSS 31.9 GiB", exit_code: Some(-9), expect: Some(MEMORY) },
+            Example {
+                text: "Process `align (3)` terminated with an error exit status (137) -- out of memory",
+                exit_code: None,
+                expect: Some(MEMORY),
+            },
+            // A kill with no reason given is not this analyzer's call.
+            Example {
+                text: "mpirun noticed that process rank 0 with PID 21183 on node node01 exited on signal 9 (Killed).",
+                exit_code: Some(137),
+                expect: None,
+            },
+            Example {
+                text: "failed (exitcode: -9) local_rank: 0 (pid: 1322) of binary: python",
+                exit_code: None,
+                expect: None,
+            },
+            // Memory words without a kill: a Python MemoryError is its own entry's.
+            Example { text: "MemoryError", exit_code: Some(1), expect: None },
+            Example { text: "Out of memory: Killed process 4242 (python)", exit_code: None, expect: None },
+            // GPU memory and a launcher stopping the other ranks are not the job's host memory.
+            Example {
+                text: "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n\
+                       WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 4243 closing signal SIGKILL",
+                exit_code: Some(1),
+                expect: None,
+            },
+        ]
+    }
+}

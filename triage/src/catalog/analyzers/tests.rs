@@ -1,0 +1,104 @@
+//! Every analyzer's examples and counter-examples, alone and through the catalog's scan, and
+//! the bookkeeping: unique ids that no entry can take, every outcome and trigger exercised.
+
+use super::*;
+use crate::catalog::{Catalog, ScanContext};
+
+/// The lines of `text` that wake `analyzer`, as the scan finds them.
+fn woken(analyzer: &dyn Analyzer, lines: &[&str]) -> Vec<usize> {
+    let triggers: Vec<Regex> = analyzer.triggers().iter().map(|t| re(t)).collect();
+    (0..lines.len()).filter(|&i| triggers.iter().any(|t| t.is_match(lines[i]))).collect()
+}
+
+#[test]
+fn every_analyzer_example_checks_out() {
+    let catalog = Catalog::builtin();
+    let mut problems = Vec::new();
+    for (a, analyzer) in ALL.iter().enumerate() {
+        let outcomes = analyzer.outcomes();
+        let ids: Vec<&str> = outcomes.iter().map(|o| o.id).collect();
+        let mut reached = vec![false; outcomes.len()];
+        let mut triggered = vec![false; analyzer.triggers().len()];
+        for ex in analyzer.examples() {
+            let lines: Vec<&str> = ex.text.split('\n').collect();
+            for (t, trigger) in analyzer.triggers().iter().enumerate() {
+                triggered[t] |= lines.iter().any(|l| re(trigger).is_match(l));
+            }
+            let ctx = ScanContext { exit_code: ex.exit_code, scheduler_state: None };
+            let w = woken(*analyzer, &lines);
+            let got =
+                if w.is_empty() { None } else { analyzer.analyze(&Input { lines: &lines, woken: &w, ctx: &ctx }) };
+            let got_id = got.as_ref().and_then(|f| ids.get(f.outcome).copied());
+            if got_id != ex.expect {
+                problems.push(format!("analyzer {a} ({:?}): {:?} reached {got_id:?}", ids, ex.text));
+            }
+            if let Some(f) = &got {
+                if let Some(r) = reached.get_mut(f.outcome) {
+                    *r = true;
+                }
+                if f.line >= lines.len() {
+                    problems.push(format!("{:?}: finding on line {} of {}", ex.text, f.line, lines.len()));
+                }
+            }
+            // Through the catalog: the finding is listed, or none of the analyzer's outcomes.
+            let h = catalog.scan(ex.text, &ctx);
+            let listed: Vec<&str> = h.matches.iter().map(|m| m.id.as_str()).filter(|id| ids.contains(id)).collect();
+            match ex.expect {
+                Some(id) if listed != [id] => {
+                    problems.push(format!("scan of {:?} listed {listed:?}, not {id}", ex.text))
+                }
+                None if !listed.is_empty() => problems.push(format!("scan of {:?} listed {listed:?}", ex.text)),
+                _ => {}
+            }
+        }
+        for (o, r) in reached.iter().enumerate() {
+            if !r {
+                problems.push(format!("outcome {} is reached by no example", ids[o]));
+            }
+        }
+        for (t, hit) in triggered.iter().enumerate() {
+            if !hit {
+                problems.push(format!("trigger without an example: {}", analyzer.triggers()[t]));
+            }
+        }
+        if !analyzer.examples().iter().any(|e| e.expect.is_none()) {
+            problems.push(format!("analyzer {a} ({ids:?}) has no counter-example"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn outcome_ids_are_unique_and_cannot_be_user_ids() {
+    let catalog = Catalog::builtin();
+    let mut seen = std::collections::HashSet::new();
+    for e in catalog.entries() {
+        assert!(seen.insert(e.id.clone()), "duplicate id {}", e.id);
+    }
+    for a in ALL {
+        for o in a.outcomes() {
+            assert!(o.id.contains('/') && !crate::catalog::entry::valid_id(o.id), "{}", o.id);
+            let e = catalog.entry(o.id).expect("listed among the entries");
+            assert_eq!(e.source, "analyzer");
+            assert!(o.hint.ends_with('.') && o.hint.len() > 40, "{}", o.id);
+        }
+    }
+}
+
+#[test]
+fn no_trigger_matches_an_empty_line() {
+    for a in ALL {
+        for t in a.triggers() {
+            assert!(!re(t).is_match(""), "{t}");
+        }
+    }
+}
+
+#[test]
+fn sizes_parse_in_binary_units() {
+    assert_eq!(bytes("2", "GiB"), Some(2.0 * 1024.0 * 1024.0 * 1024.0));
+    assert_eq!(bytes("512", "m"), Some(512.0 * 1024.0 * 1024.0));
+    assert_eq!(bytes("38427376", "kb"), Some(38427376.0 * 1024.0));
+    assert_eq!(bytes("7", "B"), Some(7.0));
+    assert_eq!(bytes("1", "parsecs"), None);
+}
