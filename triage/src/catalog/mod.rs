@@ -62,6 +62,7 @@ mod entry;
 mod error;
 mod hints;
 mod load;
+mod prefilter;
 mod scan;
 mod verdict;
 
@@ -69,6 +70,8 @@ mod verdict;
 mod tests;
 #[cfg(test)]
 mod tests_load;
+#[cfg(test)]
+mod tests_prefilter;
 
 use std::path::PathBuf;
 use std::sync::{Arc, LazyLock};
