@@ -184,15 +184,13 @@ impl RawEntry {
 /// Compile one pattern alone (with the set's semantics), to blame a bad regex on the file and
 /// entry that wrote it, or to check an entry's examples against its own patterns.
 pub(crate) fn compile_one(pattern: &str, origin: &Origin) -> Result<regex::bytes::Regex, CatalogError> {
-    regex::bytes::RegexBuilder::new(pattern).unicode(false).size_limit(super::scan::REGEX_SIZE_LIMIT).build().map_err(
-        |e| CatalogError::BadRegex {
-            file: origin.file.clone(),
-            line: origin.line,
-            id: origin.id.clone(),
-            pattern: pattern.to_string(),
-            error: e.to_string(),
-        },
-    )
+    super::scan::compile(pattern).map_err(|e| CatalogError::BadRegex {
+        file: origin.file.clone(),
+        line: origin.line,
+        id: origin.id.clone(),
+        pattern: pattern.to_string(),
+        error: e.to_string(),
+    })
 }
 
 impl Patch {

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use super::entry::{Entry, Origin, Patch, RawFile, compile_one, valid_id};
 use super::error::CatalogError;
-use super::scan::Matcher;
+use super::scan::{BuildError, Matcher};
 
 /// The embedded default catalog.
 pub(crate) const BUILTIN_TOML: &str = include_str!("../../catalog/default.toml");
@@ -131,7 +131,7 @@ impl Merger {
         entries.extend(outcomes);
         let matcher = match Matcher::build(&entries, first) {
             Ok(m) => m,
-            Err(error) => return Err(blame_set_error(&entries, &slots, error)),
+            Err(error) => return Err(blame_build_error(&entries, &slots, error)),
         };
         if let Some((e, p)) = matcher.matching_empty_line().first().copied() {
             let o = &slots[e].patterns_origin;
@@ -149,9 +149,16 @@ impl Merger {
     }
 }
 
-/// The set did not compile: find the pattern that does not compile alone, or else say the
-/// whole is too large.
-fn blame_set_error(entries: &[Entry], slots: &[Slot], error: String) -> CatalogError {
+/// The patterns could not be prepared: the pattern to blame, with the regex crate's own
+/// message, or else the catalog as a whole.
+fn blame_build_error(entries: &[Entry], slots: &[Slot], error: BuildError) -> CatalogError {
+    if let Some((e, p)) = error.pattern
+        && let (Some(entry), Some(slot)) = (entries.get(e), slots.get(e))
+        && let Some(pattern) = entry.patterns.get(p)
+        && let Err(err) = compile_one(pattern, &slot.patterns_origin)
+    {
+        return err;
+    }
     for (entry, slot) in entries.iter().zip(slots) {
         for pattern in &entry.patterns {
             if let Err(e) = compile_one(pattern, &slot.patterns_origin) {
@@ -161,7 +168,7 @@ fn blame_set_error(entries: &[Entry], slots: &[Slot], error: String) -> CatalogE
     }
     CatalogError::TooLarge {
         file: slots.last().map_or_else(|| PathBuf::from(BUILTIN_NAME), |s| s.origin.file.clone()),
-        error,
+        error: error.message,
     }
 }
 

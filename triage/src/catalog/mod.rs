@@ -64,6 +64,7 @@ mod entry;
 mod error;
 mod hints;
 mod load;
+mod prefilter;
 mod scan;
 mod verdict;
 
@@ -71,6 +72,8 @@ mod verdict;
 mod tests;
 #[cfg(test)]
 mod tests_load;
+#[cfg(test)]
+mod tests_prefilter;
 
 use std::path::PathBuf;
 use std::sync::{Arc, LazyLock};

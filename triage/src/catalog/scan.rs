@@ -1,32 +1,35 @@
-//! Matching: one `RegexSet` holding every pattern of every entry, run once per line, on the
-//! line's bytes with Unicode off (ASCII `\w`, `\b`, `(?i)`): the lazy DFA then never falls
-//! back on non-ASCII text, which keeps a set of a few hundred patterns as fast as the
-//! 129-entry catalog was with Unicode on.
+//! Matching: every pattern of every entry (and every analyzer trigger) is tried on each line
+//! of the ANSI-stripped text, on the line's bytes with Unicode off (ASCII `\w`, `\b`, `(?i)`).
 //!
-//! The set is built once, at load. A scan strips ANSI escapes, splits the text into lines,
-//! asks the set whether the line matches anything (the common answer is no, and that costs
-//! one pass of the set's DFA), and only for lines that do, which patterns; each pattern index
-//! maps back to its entry. Entries without patterns match on the exit code or scheduler state
-//! alone. The set also holds the analyzers' triggers (`analyzers/`): an analyzer whose
-//! trigger matched a line then reads the text and may add a finding, which competes like an
-//! entry's match. The verdict rule (`verdict.rs`) then picks the deciding match.
+//! How, fast: the literal prefilter (`prefilter.rs`) makes one Aho-Corasick pass over the
+//! whole text and names the (line, pattern) pairs where the pattern's required literal occurs
+//! (plus the few patterns without one, on every line); only those pairs run the pattern's own
+//! regex, compiled on first use (a process that scans little compiles little). The result is
+//! exactly what one `RegexSet` of all the patterns gives line by line, which is what the scan
+//! did before: `line_matches_plain` keeps that way for the test that compares the two on
+//! every corpus file. A set of a few hundred patterns thrashed its lazy DFA (45 to 130
+//! MiB/s); small regexes on candidate lines do not.
+//!
+//! Each pattern index maps back to its entry. Entries without patterns match on the exit code
+//! or scheduler state alone. An analyzer (`analyzers/`) whose trigger matched a line then reads
+//! the text and may add a finding, which competes like an entry's match. The verdict rule
+//! (`verdict.rs`) then picks the deciding match.
 
-use regex::bytes::{RegexSet, RegexSetBuilder};
+use std::sync::OnceLock;
+
+use regex::bytes::{Regex, RegexBuilder};
 
 use super::analyzers::{self, Input, MAX_WOKEN_LINES};
 use super::ansi::strip_ansi;
 use super::entry::Entry;
 use super::hints::{HintMatch, Hints, ScanContext, excerpt};
+use super::prefilter::{self, Prefilter};
 use super::verdict::{Basis, Candidate, contrary, decide};
 
-/// Compiled size allowed for one pattern (compiled alone to check examples or find a bad one).
+/// Compiled size allowed for one pattern.
 pub(crate) const REGEX_SIZE_LIMIT: usize = 4 << 20;
-/// Compiled size allowed for the whole set.
-const SET_SIZE_LIMIT: usize = 256 << 20;
-/// Lazy-DFA cache for the set; large enough that a big catalog does not thrash it.
-const DFA_SIZE_LIMIT: usize = 32 << 20;
 
-/// Whose pattern a set index is.
+/// Whose pattern an index is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Owner {
     /// (entry index, pattern index within the entry).
@@ -35,65 +38,191 @@ enum Owner {
     Analyzer(usize),
 }
 
-/// Every pattern of every entry, and every analyzer trigger, in one set.
+/// One pattern: its text, whose it is, and its regex, compiled when a scan first needs it.
+#[derive(Debug, Clone)]
+struct Pattern {
+    text: String,
+    owner: Owner,
+    compiled: OnceLock<Option<Regex>>,
+}
+
+impl Pattern {
+    fn regex(&self) -> Option<&Regex> {
+        self.compiled
+            .get_or_init(|| match compile(&self.text) {
+                Ok(re) => Some(re),
+                Err(e) => {
+                    // Not reached for a checked catalog: user patterns are compiled at load
+                    // (their examples), the embedded ones by the test suite.
+                    tracing::error!(pattern = %self.text, error = %e, "catalog pattern does not compile; it matches nothing");
+                    None
+                }
+            })
+            .as_ref()
+    }
+
+    fn is_match(&self, line: &[u8]) -> bool {
+        self.regex().is_some_and(|re| re.is_match(line))
+    }
+}
+
+/// One pattern alone, with the scan's semantics (bytes, Unicode off).
+pub(crate) fn compile(pattern: &str) -> Result<Regex, regex::Error> {
+    RegexBuilder::new(pattern).unicode(false).size_limit(REGEX_SIZE_LIMIT).build()
+}
+
+/// Every pattern of every entry, and every analyzer trigger, behind one literal prefilter.
 #[derive(Debug, Clone)]
 pub(crate) struct Matcher {
-    set: RegexSet,
-    owner: Vec<Owner>,
+    patterns: Vec<Pattern>,
+    prefilter: Prefilter,
     /// Per analyzer of [`analyzers::ALL`], the entry index of its first outcome.
     first_outcome: Vec<usize>,
+    /// (entry index, pattern index) of the entry patterns that match an empty line.
+    matching_empty: Vec<(usize, usize)>,
+    /// The plain way's `RegexSet`, for the tests (built on first use).
+    #[cfg(test)]
+    plain: OnceLock<regex::bytes::RegexSet>,
+}
+
+/// Why a catalog's patterns could not be prepared.
+#[derive(Debug)]
+pub(crate) struct BuildError {
+    /// The failing pattern, as (entry index, pattern index), when one is to blame.
+    pub pattern: Option<(usize, usize)>,
+    pub message: String,
 }
 
 impl Matcher {
-    /// Compile the patterns of `entries` and the triggers of [`analyzers::ALL`] into one set;
-    /// `first_outcome` gives, per analyzer, where its outcomes start in `entries`.
-    pub fn build(entries: &[Entry], first_outcome: Vec<usize>) -> Result<Matcher, String> {
-        let mut owner = Vec::new();
+    /// Parse the patterns of `entries` and the triggers of [`analyzers::ALL`] and build their
+    /// prefilter (see `prefilter.rs`); the regexes compile on first use. `first_outcome` gives,
+    /// per analyzer, where its outcomes start in `entries`.
+    pub fn build(entries: &[Entry], first_outcome: Vec<usize>) -> Result<Matcher, BuildError> {
         let mut patterns = Vec::new();
         for (e, entry) in entries.iter().enumerate() {
             for (p, pattern) in entry.patterns.iter().enumerate() {
-                owner.push(Owner::Entry(e, p));
-                patterns.push(pattern.as_str());
+                patterns.push((pattern.clone(), Owner::Entry(e, p)));
             }
         }
         for (a, analyzer) in analyzers::ALL.iter().enumerate() {
             for trigger in analyzer.triggers() {
-                owner.push(Owner::Analyzer(a));
-                patterns.push(trigger);
+                patterns.push((trigger.to_string(), Owner::Analyzer(a)));
             }
         }
-        let set = RegexSetBuilder::new(patterns)
-            .unicode(false)
-            .size_limit(SET_SIZE_LIMIT)
-            .dfa_size_limit(DFA_SIZE_LIMIT)
-            .build()
-            .map_err(|e| e.to_string())?;
-        Ok(Matcher { set, owner, first_outcome })
+        let mut literals = Vec::with_capacity(patterns.len());
+        let mut matching_empty = Vec::new();
+        let mut built = Vec::with_capacity(patterns.len());
+        for (text, owner) in patterns {
+            let blame = match owner {
+                Owner::Entry(e, p) => Some((e, p)),
+                Owner::Analyzer(_) => None,
+            };
+            let analysis = prefilter::analyze(&text).map_err(|message| BuildError { pattern: blame, message })?;
+            let compiled = OnceLock::new();
+            if analysis.may_match_empty {
+                let re = compile(&text).map_err(|e| BuildError { pattern: blame, message: e.to_string() })?;
+                if let Some(b) = blame
+                    && re.is_match(b"")
+                {
+                    matching_empty.push(b);
+                }
+                let _ = compiled.set(Some(re));
+            }
+            literals.push(analysis.literals);
+            built.push(Pattern { text, owner, compiled });
+        }
+        let prefilter = Prefilter::build(&literals).map_err(|message| BuildError { pattern: None, message })?;
+        Ok(Matcher {
+            patterns: built,
+            prefilter,
+            first_outcome,
+            matching_empty,
+            #[cfg(test)]
+            plain: OnceLock::new(),
+        })
     }
 
     /// (entry index, pattern index) of every entry pattern that matches the empty line.
-    pub fn matching_empty_line(&self) -> Vec<(usize, usize)> {
-        self.set
-            .matches(b"")
-            .iter()
-            .filter_map(|i| match self.owner.get(i) {
-                Some(&Owner::Entry(e, p)) => Some((e, p)),
-                _ => None,
-            })
-            .collect()
+    pub fn matching_empty_line(&self) -> &[(usize, usize)] {
+        &self.matching_empty
     }
 
     /// Indices (within the entry) of the patterns of entry `entry` that match `line`.
     #[cfg(test)]
     pub fn patterns_of_entry_matching(&self, entry: usize, line: &str) -> Vec<usize> {
-        self.set
-            .matches(line.as_bytes())
+        self.patterns
             .iter()
-            .filter_map(|i| match self.owner.get(i) {
-                Some(&Owner::Entry(e, p)) if e == entry => Some(p),
+            .filter_map(|p| match p.owner {
+                Owner::Entry(e, i) if e == entry && p.is_match(line.as_bytes()) => Some(i),
                 _ => None,
             })
             .collect()
+    }
+
+    /// Per non-empty line of `text` that matches anything, its 0-based number and the indices
+    /// of the patterns it matches, ascending: the prefilter's candidates, each checked by its
+    /// own regex.
+    pub(crate) fn line_matches<'t>(&self, text: &'t str) -> Vec<(usize, &'t str, Vec<usize>)> {
+        let bytes = text.as_bytes();
+        // Start offset of every line.
+        let mut starts = vec![0usize];
+        starts.extend(memchr::memchr_iter(b'\n', bytes).map(|i| i + 1));
+        let mut pairs: Vec<(usize, usize)> = Vec::new();
+        let mut line = 0usize;
+        self.prefilter.for_each_hit(bytes, |at, p| {
+            // Hits come in nearly ascending order: walk from the last line found.
+            if starts.get(line).is_none_or(|&s| s > at) {
+                line = 0;
+            }
+            while starts.get(line + 1).is_some_and(|&s| s <= at) {
+                line += 1;
+            }
+            pairs.push((line, p));
+        });
+        let always = self.prefilter.always();
+        if !always.is_empty() {
+            pairs.extend((0..starts.len()).flat_map(|l| always.iter().map(move |&p| (l, p))));
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        let mut out: Vec<(usize, &str, Vec<usize>)> = Vec::new();
+        for (l, p) in pairs {
+            let (Some(&start), Some(pattern)) = (starts.get(l), self.patterns.get(p)) else { continue };
+            let end = starts.get(l + 1).map_or(bytes.len(), |&next| next - 1);
+            let Some(raw) = text.get(start..end) else { continue };
+            let line = raw.strip_suffix('\r').unwrap_or(raw);
+            if line.is_empty() || !pattern.is_match(line.as_bytes()) {
+                continue;
+            }
+            match out.last_mut() {
+                Some((last, _, ps)) if *last == l => ps.push(p),
+                _ => out.push((l, line, vec![p])),
+            }
+        }
+        out
+    }
+
+    /// [`Matcher::line_matches`] the plain way, for the tests: every line through one
+    /// `RegexSet` of all the patterns (what the scan did before the prefilter).
+    #[cfg(test)]
+    pub(crate) fn line_matches_plain<'t>(&self, text: &'t str) -> Vec<(usize, &'t str, Vec<usize>)> {
+        let set = self.plain.get_or_init(|| {
+            regex::bytes::RegexSetBuilder::new(self.patterns.iter().map(|p| p.text.as_str()))
+                .unicode(false)
+                .size_limit(256 << 20)
+                .dfa_size_limit(32 << 20)
+                .build()
+                .expect("the catalog's patterns compile as a set")
+        });
+        let mut out = Vec::new();
+        for (i, raw) in text.split('\n').enumerate() {
+            let line = raw.strip_suffix('\r').unwrap_or(raw);
+            if line.is_empty() || !set.is_match(line.as_bytes()) {
+                continue;
+            }
+            out.push((i, line, set.matches(line.as_bytes()).iter().collect()));
+        }
+        out
     }
 }
 
@@ -105,25 +234,41 @@ fn context_agreement(entry: &Entry, ctx: &ScanContext) -> (Option<String>, Optio
     (state, code)
 }
 
+/// How a scan finds the lines' matches.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Matching {
+    /// The literal prefilter, then each candidate's regex.
+    Prefiltered,
+    /// One `RegexSet` on every line (the tests' reference).
+    #[cfg(test)]
+    Plain,
+}
+
 /// Scan `text` with `entries` (compiled as `matcher`; the analyzers' outcomes among them) and
 /// apply the verdict rule.
 pub(crate) fn scan(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &ScanContext) -> Hints {
+    scan_with(entries, matcher, text, ctx, Matching::Prefiltered)
+}
+
+/// [`scan`], finding the matches `how`.
+pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &ScanContext, how: Matching) -> Hints {
     let text = strip_ansi(text);
+    let line_matches = match how {
+        Matching::Prefiltered => matcher.line_matches(&text),
+        #[cfg(test)]
+        Matching::Plain => matcher.line_matches_plain(&text),
+    };
     // Per entry, its last few matching lines (1-based number, text).
     let mut hits: Vec<Vec<(usize, &str)>> = vec![Vec::new(); entries.len()];
     // Per analyzer, the (0-based) lines that woke it.
     let mut woken: Vec<Vec<usize>> = vec![Vec::new(); matcher.first_outcome.len()];
     let mut seen_on_line: Vec<usize> = Vec::new();
-    for (i, raw) in text.split('\n').enumerate() {
-        let line = raw.strip_suffix('\r').unwrap_or(raw);
-        if line.is_empty() || !matcher.set.is_match(line.as_bytes()) {
-            continue;
-        }
+    for (i, line, matched) in line_matches {
         seen_on_line.clear();
-        for p in matcher.set.matches(line.as_bytes()).iter() {
-            let e = match matcher.owner.get(p) {
-                Some(&Owner::Entry(e, _)) => e,
-                Some(&Owner::Analyzer(a)) => {
+        for p in matched {
+            let e = match matcher.patterns.get(p).map(|p| p.owner) {
+                Some(Owner::Entry(e, _)) => e,
+                Some(Owner::Analyzer(a)) => {
                     if let Some(w) = woken.get_mut(a)
                         && w.last() != Some(&i)
                     {
