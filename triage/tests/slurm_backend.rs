@@ -292,7 +292,8 @@ fi
 "#;
 
 /// A directory with an `scontrol` that logs each call to `log` and, when `kill_on` names a
-/// subcommand, kills its caller (triage) instead of running it: a crash in mid-move.
+/// subcommand, kills its caller (triage) instead of running it: a crash in mid-move. Its
+/// `sacct` logs each call to `sacct.log` in that directory.
 fn scontrol_shim(dir: &Path, log: &Path, kill_on: Option<&str>) -> PathBuf {
     let real = String::from_utf8_lossy(&run("sh", &["-c", "command -v scontrol"]).stdout).trim().to_string();
     let bin = dir.join(format!("shim-{}", kill_on.unwrap_or("log")));
@@ -304,8 +305,15 @@ fn scontrol_shim(dir: &Path, log: &Path, kill_on: Option<&str>) -> PathBuf {
     let script = format!("#!/bin/bash\necho \"$*\" >> {}\n{kill}exec {real} \"$@\"\n", log.display());
     let path = bin.join("scontrol");
     std::fs::write(&path, script).unwrap();
+    let sacct = String::from_utf8_lossy(&run("sh", &["-c", "command -v sacct"]).stdout).trim().to_string();
+    let sacct_shim = bin.join("sacct");
+    let log = bin.join("sacct.log");
+    std::fs::write(&sacct_shim, format!("#!/bin/bash\necho \"$*\" >> {}\nexec {sacct} \"$@\"\n", log.display()))
+        .unwrap();
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for p in [&path, &sacct_shim] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     bin
 }
 
@@ -374,6 +382,12 @@ fn slurm_sixty_tasks_batched_a_crash_mid_move_and_two_applies_at_once() {
     assert!(tasks.len() == 12 || tasks.len() == 6, "one requeuehold for the group: {log}");
     let begun = ledger(&state).iter().filter(|e| e["entry"] == "begin").count();
     assert_eq!(begun, 6 + 18, "fails and retries begun: {:?}", ledger(&state));
+    // The six fails were one batch: one fresh listing for them all, not one each (the run also
+    // lists for its evidence, again if its 2-second view went stale meanwhile, and once for the
+    // retries; one listing per fail would make at least eight).
+    let listings = std::fs::read_to_string(killer.join("sacct.log")).unwrap();
+    let listings: Vec<&str> = listings.lines().filter(|l| l.starts_with("-D -P")).collect();
+    assert!((3..=4).contains(&listings.len()), "{listings:?}");
 
     // Two runs at once: the first to take the ledger's lock finishes the interrupted move
     // (releases the held tasks); neither moves a job twice.

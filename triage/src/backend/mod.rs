@@ -24,7 +24,8 @@ use async_trait::async_trait;
 pub use error::BackendError;
 pub use spec::{BackendOptions, BackendSpec, SpecSource, open_backend};
 pub use types::{
-    AuditEvent, Guard, JobPage, LogFile, LogStream, MoveOutcome, PageRequest, ResourceChange, RetryMove, WorkflowInfo,
+    AuditEvent, FailMove, Guard, JobPage, LogFile, LogStream, MoveOutcome, PageRequest, ResourceChange, RetryMove,
+    WorkflowInfo,
 };
 
 use crate::model::{Job, JobStatus};
@@ -96,6 +97,18 @@ pub trait JobBackend: Send + Sync {
         guard: &Guard,
         audit: &AuditEvent,
     ) -> Result<MoveOutcome, BackendError>;
+
+    /// Fail several jobs of one workflow, each as [`JobBackend::fail_job`] would, with one
+    /// outcome per move in order. A backend whose every move re-reads the workflow overrides
+    /// it (Slurm: one fresh listing under one lock for the whole batch, instead of one per
+    /// job); the default moves them one by one.
+    async fn fail_jobs(&self, workflow_id: i64, moves: &[FailMove]) -> Vec<Result<MoveOutcome, BackendError>> {
+        let mut out = Vec::with_capacity(moves.len());
+        for m in moves {
+            out.push(self.fail_job(workflow_id, m.job_id, &m.guard, &m.audit).await);
+        }
+        out
+    }
 
     /// Record an event in the workflow's audit trail (who, what, why, when).
     async fn append_event(&self, workflow_id: i64, event: &AuditEvent) -> Result<(), BackendError>;

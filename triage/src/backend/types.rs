@@ -80,6 +80,14 @@ pub struct RetryMove {
     pub audit: AuditEvent,
 }
 
+/// One fail of a batch ([`super::JobBackend::fail_jobs`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailMove {
+    pub job_id: i64,
+    pub guard: Guard,
+    pub audit: AuditEvent,
+}
+
 /// The result of a guarded move.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "result", rename_all = "snake_case")]

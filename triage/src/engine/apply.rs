@@ -6,17 +6,19 @@
 //! it:
 //! - `triage run` and the MCP tool judge on the evidence they just gathered and move at once
 //!   ([`Engine::judge`] then [`Engine::execute`]);
-//! - `triage apply` holds a plan that may be hours old: for each entry it reads the job once,
-//!   skips it if it moved on, else gathers fresh evidence, validates under the current policy
-//!   and moves ([`Engine::apply_plan`]).
+//! - `triage apply` holds a plan that may be hours old: it reads the workflow once, skips each
+//!   entry whose job moved on, else gathers fresh evidence, validates under the current policy,
+//!   and moves the applicable ones as batches ([`Engine::apply_plan`]).
+
+use std::collections::HashMap;
 
 use super::plan::{Outcome, Plan, PlanJob, RunEvent};
 use super::proposal::Proposal;
 use super::rules;
 use super::validate::{Validation, ValidationStatus, validate};
-use super::{Engine, Evidence, Mode};
-use crate::backend::{AuditEvent, BackendError, Guard, MoveOutcome, RetryMove};
-use crate::model::{Action, JobStatus};
+use super::{Engine, Evidence, Mode, Upstream};
+use crate::backend::{AuditEvent, BackendError, FailMove, Guard, MoveOutcome, RetryMove, WorkflowInfo};
+use crate::model::{Action, Job, JobStatus};
 
 impl Engine {
     /// Validate `proposal` (or, with none, fall back to the rules when `rules_fallback`) and
@@ -57,7 +59,7 @@ impl Engine {
     }
 
     /// Make the move `entry` describes, guarded by the state it was judged against. Call it
-    /// only for an entry [`Engine::judge`] (or [`Engine::recheck`]) found applicable: it does
+    /// only for an entry [`Engine::judge`] (or a plan's re-check) found applicable: it does
     /// not validate again.
     pub async fn execute(&self, workflow_id: i64, entry: &PlanJob, who: &str) -> PlanJob {
         let mut out = [entry.clone()];
@@ -67,10 +69,12 @@ impl Engine {
     }
 
     /// Make the move of every entry whose outcome is `would_apply` (judged applicable, not
-    /// validated again): the retries go to the backend as one batch
-    /// ([`crate::backend::JobBackend::retry_jobs`]), the fails one by one.
+    /// validated again): the fails go to the backend as one batch
+    /// ([`crate::backend::JobBackend::fail_jobs`]), then the retries as another
+    /// ([`crate::backend::JobBackend::retry_jobs`]).
     pub async fn apply_ready(&self, workflow_id: i64, entries: &mut [PlanJob], who: &str) {
         let mut retries: Vec<(&mut PlanJob, RetryMove)> = Vec::new();
+        let mut fails: Vec<(&mut PlanJob, FailMove)> = Vec::new();
         for entry in entries.iter_mut().filter(|e| e.outcome == Outcome::WouldApply) {
             let Some(proposal) = entry.proposed.clone() else { continue };
             let guard = Guard { status: JobStatus::PendingFailed, attempt_id: entry.attempt_id, run_id: entry.run_id };
@@ -97,37 +101,44 @@ impl Engine {
                     retries.push((entry, m));
                 }
                 Action::Fail => {
-                    let result = self.backend.fail_job(workflow_id, entry.job_id, &guard, &audit).await;
-                    settle(entry, result);
+                    let m = FailMove { job_id: entry.job_id, guard, audit };
+                    fails.push((entry, m));
                 }
             }
         }
-        if retries.is_empty() {
-            return;
+        if !fails.is_empty() {
+            let moves: Vec<FailMove> = fails.iter().map(|(_, m)| m.clone()).collect();
+            let results = self.backend.fail_jobs(workflow_id, &moves).await;
+            for ((entry, _), result) in fails.into_iter().zip(results) {
+                settle(entry, result);
+            }
         }
-        let moves: Vec<RetryMove> = retries.iter().map(|(_, m)| m.clone()).collect();
-        let results = self.backend.retry_jobs(workflow_id, &moves).await;
-        for ((entry, _), result) in retries.into_iter().zip(results) {
-            settle(entry, result);
+        if !retries.is_empty() {
+            let moves: Vec<RetryMove> = retries.iter().map(|(_, m)| m.clone()).collect();
+            let results = self.backend.retry_jobs(workflow_id, &moves).await;
+            for ((entry, _), result) in retries.into_iter().zip(results) {
+                settle(entry, result);
+            }
         }
     }
 
-    /// Re-check a plan entry against the job as it is now: skipped if it moved on, else
-    /// validated on fresh evidence under the current policy, and with [`Mode::Apply`] moved.
-    pub async fn recheck(&self, workflow_id: i64, entry: &PlanJob, who: &str, mode: Mode) -> PlanJob {
+    /// Re-check a plan entry against `job` as it is now (`None`: the workflow no longer has
+    /// it) and the workflow's current statuses: skipped if it moved on, else validated on
+    /// fresh evidence under the current policy: `would_apply` if it may be applied.
+    async fn recheck(
+        &self,
+        info: &WorkflowInfo,
+        job: Option<Job>,
+        statuses: &HashMap<i64, JobStatus>,
+        entry: &PlanJob,
+    ) -> PlanJob {
         let mut out = entry.clone();
         let Some(proposal) = entry.proposed.clone() else {
             out.outcome = Outcome::NeedsReview;
             return out;
         };
-        let fresh = async {
-            let job = self.backend.job(workflow_id, entry.job_id).await?;
-            let info = self.backend.workflow(workflow_id).await?;
-            Ok::<_, BackendError>((job, info))
-        };
-        let (job, info) = match fresh.await {
-            Ok(x) => x,
-            Err(e) => return errored(out, e),
+        let Some(job) = job else {
+            return errored(out, BackendError::JobNotFound { workflow_id: info.id, job_id: entry.job_id });
         };
         let guard = Guard { status: JobStatus::PendingFailed, attempt_id: entry.attempt_id, run_id: entry.run_id };
         if !guard.holds(job.status, job.attempt_id, info.run_id) {
@@ -138,7 +149,12 @@ impl Engine {
             ));
             return out;
         }
-        let ev = match self.evidence(&info, job).await {
+        let upstream = job
+            .depends_on
+            .iter()
+            .filter_map(|d| statuses.get(d).map(|&status| Upstream { job_id: *d, status }))
+            .collect();
+        let ev = match self.gather(info, job, upstream).await {
             Ok(ev) => ev,
             Err(e) => return errored(out, e),
         };
@@ -146,27 +162,23 @@ impl Engine {
         proposal.attempt_id = Some(entry.attempt_id);
         let v = validate(&ev, &proposal, &self.policy);
         out.validation = v.clone();
-        if v.stale {
-            out.outcome = Outcome::Skipped;
-            return out;
-        }
-        if !v.applicable() {
-            out.outcome = Outcome::NeedsReview;
-            return out;
-        }
-        match mode {
-            Mode::Apply => self.execute(workflow_id, &out, who).await,
-            Mode::DryRun | Mode::ProposeOnly => {
-                out.outcome = Outcome::WouldApply;
-                out
-            }
-        }
+        out.outcome = if v.stale {
+            Outcome::Skipped
+        } else if !v.applicable() {
+            Outcome::NeedsReview
+        } else {
+            Outcome::WouldApply
+        };
+        out
     }
 
     /// Apply a plan (a person's, from `triage run --plan-out`, maybe reviewed): every entry
     /// awaiting apply is re-checked and, with [`Mode::Apply`], moved. Interrupted moves of an
-    /// earlier process are resolved first. `on_event` sees progress and errors as they
-    /// happen. Running the same plan twice changes nothing the second time.
+    /// earlier process are resolved first. The workflow is read once for all the entries
+    /// (one listing, not one per entry), and the moves go to the backend as batches
+    /// ([`Engine::apply_ready`]), each still guarded by the state the re-check saw.
+    /// `on_event` sees progress and errors as they happen. Running the same plan twice
+    /// changes nothing the second time.
     pub async fn apply_plan(&self, plan: &mut Plan, mode: Mode, who: &str, on_event: &(dyn Fn(&RunEvent) + Sync)) {
         let mut events = Vec::new();
         let mut emit = |e: RunEvent| {
@@ -179,16 +191,46 @@ impl Engine {
             }
         }
         let subject = self.backend.describe();
-        for i in 0..plan.jobs.len() {
-            if !plan.jobs[i].awaiting_apply() {
-                continue;
+        let wanted: Vec<usize> = (0..plan.jobs.len()).filter(|&i| plan.jobs[i].awaiting_apply()).collect();
+        if !wanted.is_empty() {
+            let fresh = async {
+                let info = self.backend.workflow(plan.workflow_id).await?;
+                let jobs = self.backend.all_jobs(plan.workflow_id, None).await?;
+                Ok::<_, BackendError>((info, jobs))
+            };
+            match fresh.await {
+                Err(e) => {
+                    let why = e.to_string();
+                    for &i in &wanted {
+                        plan.jobs[i].outcome = Outcome::Error;
+                        plan.jobs[i].notes.push(why.clone());
+                    }
+                    emit(RunEvent::now("error", &subject, format!("workflow {}: {why}", plan.workflow_id)));
+                }
+                Ok((info, jobs)) => {
+                    let statuses: HashMap<i64, JobStatus> = jobs.iter().map(|j| (j.id, j.status)).collect();
+                    let mut jobs: HashMap<i64, Job> = jobs.into_iter().map(|j| (j.id, j)).collect();
+                    let mut ready = Vec::with_capacity(wanted.len());
+                    for &i in &wanted {
+                        emit(RunEvent::now("progress", "triage", format!("job {}", plan.jobs[i].job_id)));
+                        let job = jobs.remove(&plan.jobs[i].job_id);
+                        ready.push(self.recheck(&info, job, &statuses, &plan.jobs[i]).await);
+                    }
+                    if mode == Mode::Apply {
+                        self.apply_ready(plan.workflow_id, &mut ready, who).await;
+                    }
+                    for (&i, updated) in wanted.iter().zip(ready) {
+                        if updated.outcome == Outcome::Error {
+                            emit(RunEvent::now(
+                                "error",
+                                &subject,
+                                format!("job {}: {}", updated.job_id, updated.notes.join("; ")),
+                            ));
+                        }
+                        plan.jobs[i] = updated;
+                    }
+                }
             }
-            emit(RunEvent::now("progress", "triage", format!("job {}", plan.jobs[i].job_id)));
-            let updated = self.recheck(plan.workflow_id, &plan.jobs[i], who, mode).await;
-            if updated.outcome == Outcome::Error {
-                emit(RunEvent::now("error", &subject, format!("job {}: {}", updated.job_id, updated.notes.join("; "))));
-            }
-            plan.jobs[i] = updated;
         }
         plan.dry_run = mode != Mode::Apply;
         plan.events.extend(events.into_iter().filter(|e| e.kind != "progress"));

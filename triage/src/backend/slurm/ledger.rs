@@ -182,6 +182,21 @@ impl Ledger {
         fsutil::append_line(&self.path(), &line).map_err(|e| BackendError::io(self.path(), e))
     }
 
+    /// Append several entries with one write and one flush to disk (a batch of moves'
+    /// entries: each line lands whole, and a process killed mid-write leaves at most a torn
+    /// last line, which [`Ledger::read`] skips).
+    pub fn append_all(&self, entries: &[Entry]) -> Result<(), BackendError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let lines = entries
+            .iter()
+            .map(serde_json::to_string)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| BackendError::Internal(e.to_string()))?;
+        fsutil::append_lines(&self.path(), &lines).map_err(|e| BackendError::io(self.path(), e))
+    }
+
     /// Read and index every entry. A line that does not parse (a torn write of a killed
     /// process is the only way to get one) is skipped with a warning.
     pub fn read(&self) -> Result<Book, BackendError> {

@@ -51,8 +51,8 @@ use self::ledger::{Entry, Ledger, RunKey};
 use self::scontrol::JobRecord;
 use self::view::{JobView, Members, Seen, Shape, Sources};
 use crate::backend::{
-    AuditEvent, BackendError, Guard, JobBackend, JobPage, LogFile, LogStream, MoveOutcome, PageRequest, ResourceChange,
-    RetryMove, WorkflowInfo,
+    AuditEvent, BackendError, FailMove, Guard, JobBackend, JobPage, LogFile, LogStream, MoveOutcome, PageRequest,
+    ResourceChange, RetryMove, WorkflowInfo,
 };
 use crate::model::{Job, JobStatus};
 
@@ -149,19 +149,22 @@ impl SlurmBackend {
 
     /// The batch script of job `id`: the ledger's copy, else the controller's (while it holds
     /// the job), else the accounting database's (`AccountingStoreFlags=job_script`); kept.
-    async fn script(&self, id: u64) -> Result<Option<String>, BackendError> {
+    /// `one` names one job that ran it (`16_2` for an array, whose every task shares it): the
+    /// database prints the script once per job it is asked about, 10,000 times for a
+    /// 10,000-task array asked by its id.
+    async fn script(&self, id: u64, one: &str) -> Result<Option<String>, BackendError> {
         let ledger = self.ledger().await?;
         let path = ledger.script(id);
         if let Ok(s) = std::fs::read_to_string(&path) {
-            return Ok(Some(s));
+            // A copy kept by an earlier version may hold every task's script in a row.
+            return Ok(Some(sacct::first_batch_script(&s)));
         }
         let out = self.cli.run("scontrol", &["write", "batch_script", &id.to_string(), "-"]).await?;
         let mut script = (out.ok() && out.stdout.starts_with("#!")).then(|| out.stdout.clone());
         if script.is_none() {
-            let out = self.cli.run("sacct", &["--batch-script", "-j", &id.to_string()]).await?;
-            // A two-line header (`Batch Script for ID`, dashes), then the script.
-            let body: String = out.stdout.lines().skip(2).collect::<Vec<_>>().join("\n");
-            script = body.starts_with("#!").then_some(body + "\n");
+            let out = self.cli.run("sacct", &["--batch-script", "-j", one]).await?;
+            let body = sacct::first_batch_script(&out.stdout);
+            script = body.starts_with("#!").then_some(body);
         }
         if let Some(s) = &script {
             crate::fsutil::write_atomic(&path, s.as_bytes()).map_err(|e| BackendError::io(&path, e))?;
@@ -184,7 +187,8 @@ impl SlurmBackend {
     /// Build the workflow's view from Slurm and the ledger (and remember it). The commands:
     /// one `sacct` (two for a chain or a resubmitted job), one `scontrol -o show job` per Slurm
     /// job or array, one `squeue` for a chain, and the first time a job is seen one
-    /// `scontrol write batch_script`: a 10,000-task array costs three or four commands.
+    /// `scontrol write batch_script` (or `sacct --batch-script`): a 10,000-task array costs three
+    /// to five commands.
     async fn build(&self, workflow_id: i64) -> Result<Arc<Vec<JobView>>, BackendError> {
         let not_found = |why: &str| BackendError::WorkflowNotFound {
             backend: self.describe(),
@@ -256,7 +260,12 @@ impl SlurmBackend {
         let mut patterns = HashMap::new();
         for id in &ids {
             let Ok(id) = id.parse::<u64>() else { continue };
-            if let Some(script) = self.script(id).await? {
+            // One job that ran the script: a task, for an array.
+            let one = rows
+                .iter()
+                .find(|r| r.step.is_none() && r.array.is_some_and(|(a, _)| a == id))
+                .map_or_else(|| id.to_string(), |r| r.key.clone());
+            if let Some(script) = self.script(id, &one).await? {
                 patterns.insert(id, view::script_patterns(&script));
             }
         }
@@ -404,7 +413,13 @@ impl JobBackend for SlurmBackend {
         guard: &Guard,
         audit: &AuditEvent,
     ) -> Result<MoveOutcome, BackendError> {
-        let out = self.fail(workflow_id, job_id, guard, audit).await;
+        let m = FailMove { job_id, guard: *guard, audit: audit.clone() };
+        let mut out = self.fail_jobs(workflow_id, std::slice::from_ref(&m)).await;
+        out.pop().unwrap_or_else(|| Err(BackendError::Internal("a move got no outcome".into())))
+    }
+
+    async fn fail_jobs(&self, workflow_id: i64, moves: &[FailMove]) -> Vec<Result<MoveOutcome, BackendError>> {
+        let out = self.fail_many(workflow_id, moves).await;
         self.forget(workflow_id);
         out
     }

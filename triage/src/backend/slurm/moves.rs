@@ -2,43 +2,24 @@
 //! dependents), and the recovery of a move a dead process left begun. Each holds the ledger's
 //! lock from its guard check to its last entry.
 
+use std::collections::{BTreeSet, HashMap};
+
 use jiff::Timestamp;
 
 use super::SlurmBackend;
 use super::ledger::{Book, Decision, End, Entry, Incarnation, Ledger, decision_id};
 use super::view::{self, JobView, RunInfo};
-use crate::backend::{AuditEvent, BackendError, Guard, MoveOutcome, ResourceChange, RetryMove};
+use crate::backend::{AuditEvent, BackendError, FailMove, MoveOutcome, ResourceChange, RetryMove};
 use crate::model::{Action, Attempt, JobStatus};
 
 /// The bytes of each log a decided run keeps a copy of.
 const LOG_COPY_BYTES: u64 = 256 * 1024;
 
 impl SlurmBackend {
-    /// The job as Slurm shows it now, and whether the guard still holds for it.
-    async fn guarded(
-        &self,
-        workflow_id: i64,
-        job_id: i64,
-        guard: &Guard,
-    ) -> Result<Result<JobView, MoveOutcome>, BackendError> {
-        self.forget(workflow_id);
-        let views = self.load(workflow_id).await?;
-        let v = views
-            .iter()
-            .find(|v| v.job.id == job_id)
-            .cloned()
-            .ok_or(BackendError::JobNotFound { workflow_id, job_id })?;
-        let stale = MoveOutcome::Stale { status: v.job.status, attempt_id: v.job.attempt_id, run_id: 1 };
-        if !guard.holds(v.job.status, v.job.attempt_id, 1) {
-            return Ok(Err(stale));
-        }
-        Ok(Ok(v))
-    }
-
     /// Retry a batch of jobs under one lock and one fresh read: the tasks of one array that
     /// the controller still holds go back with one `scontrol requeuehold`, one `update` per
-    /// resource change and one `release`; those it forgot, with one `sbatch --array=3,17,42`
-    /// per array and change. A command that fails for the group is tried job by job, so one
+    /// resource change and one `release` (per 256 tasks); those it forgot, with one `sbatch
+    /// --array=3,17,40-60:2` per array and change (more only past Slurm's limit on the list). A command that fails for the group is tried job by job, so one
     /// bad job does not hold the others back.
     pub(super) async fn retry_many(
         &self,
@@ -82,8 +63,8 @@ impl SlurmBackend {
             go.push(Go { i, next_attempt: v.job.attempt_id + 1, run, id: String::new(), view: v.clone() });
         }
         // What the controller holds (one call per Slurm job or array).
-        let mut held = std::collections::HashMap::new();
-        let mut asked = std::collections::BTreeSet::new();
+        let mut held = HashMap::new();
+        let mut asked = BTreeSet::new();
         for g in &go {
             if asked.insert(g.run.incarnation.job_id) {
                 for r in self.records(&g.run.incarnation.job_id.to_string()).await? {
@@ -95,6 +76,7 @@ impl SlurmBackend {
         }
         let mut requeue: Vec<Go> = Vec::new();
         let mut resubmit: Vec<Go> = Vec::new();
+        let mut begins = Vec::new();
         for mut g in go {
             let m = &moves[g.i];
             let record = held.get(&g.run.key.raw_id).filter(|r| r.submit_time() == g.run.run.job.submit);
@@ -105,9 +87,15 @@ impl SlurmBackend {
                 ))));
                 continue;
             }
-            let attempt = keep_logs(&ledger, &g.run, &g.view)?;
+            let attempt = match keep_logs(&ledger, &g.run, &g.view) {
+                Ok(a) => a,
+                Err(e) => {
+                    out[g.i] = Some(Err(e));
+                    continue;
+                }
+            };
             g.id = decision_id(workflow_id, m.job_id, &g.run.key);
-            ledger.append(&Entry::Begin {
+            begins.push(Entry::Begin {
                 id: g.id.clone(),
                 workflow_id,
                 job_id: m.job_id,
@@ -116,60 +104,70 @@ impl SlurmBackend {
                 attempt: Box::new(attempt),
                 change: m.change,
                 audit: m.audit.clone(),
-            })?;
+            });
             if record.is_some() { requeue.push(g) } else { resubmit.push(g) }
         }
+        // Every begin entry in one write, before the first command.
+        ledger.append_all(&begins)?;
         let moved =
             |g: &Go| MoveOutcome::Moved { status: JobStatus::Ready, attempt_id: g.next_attempt, canceled: vec![] };
-        // Requeue: by resource change, one command per step for the whole group.
-        for group in groups(requeue, |g| moves[g.i].change) {
+        // Requeue: by resource change, one command per step for the whole group (for at most
+        // REQUEUE_AT_ONCE tasks: the controller takes tens of milliseconds per task).
+        let requeue = groups(requeue, |g| moves[g.i].change);
+        for group in requeue.into_iter().flat_map(|g| chunked(g, REQUEUE_AT_ONCE)) {
             let change = moves[group[0].i].change;
             let results = self.requeue_group(&group, &change).await;
+            let mut ends = Vec::new();
             for (g, r) in group.iter().zip(results) {
                 out[g.i] = Some(match r {
                     Ok(()) => {
-                        ledger.append(&Entry::Done {
+                        ends.push(Entry::Done {
                             id: g.id.clone(),
                             resubmitted: None,
                             canceled: vec![],
                             when: Timestamp::now(),
-                        })?;
+                        });
                         Ok(moved(g))
                     }
                     Err((e, changed)) => {
                         if !changed {
-                            ledger.append(&Entry::Abandoned {
+                            ends.push(Entry::Abandoned {
                                 id: g.id.clone(),
                                 why: e.to_string(),
                                 when: Timestamp::now(),
-                            })?;
+                            });
                         }
                         Err(e)
                     }
                 });
             }
+            ledger.append_all(&ends)?;
         }
-        // Resubmit: one sbatch per array (and change), one per job of a chain.
-        for group in groups(resubmit, |g| {
+        // Resubmit: one sbatch per array (and change), one per job of a chain; an array's
+        // tasks in as few submissions as Slurm's limit on an `--array` list allows.
+        let resubmit = groups(resubmit, |g| {
             (
                 moves[g.i].change,
                 g.run.incarnation.task.map(|_| g.run.incarnation.job_id),
                 if g.run.incarnation.task.is_none() { g.run.key.raw_id } else { 0 },
             )
-        }) {
+        });
+        for group in resubmit.into_iter().flat_map(sbatch_chunks) {
             let change = moves[group[0].i].change;
             match self.resubmit(&group, &change).await {
                 Ok(new_id) => {
+                    let mut ends = Vec::new();
                     for g in &group {
                         let inc = Incarnation { job_id: new_id, task: g.run.incarnation.task };
-                        ledger.append(&Entry::Done {
+                        ends.push(Entry::Done {
                             id: g.id.clone(),
                             resubmitted: Some(inc),
                             canceled: vec![],
                             when: Timestamp::now(),
-                        })?;
+                        });
                         out[g.i] = Some(Ok(moved(g)));
                     }
+                    ledger.append_all(&ends)?;
                     if let Err(e) = self.cli.check("scontrol", &["release", &new_id.to_string()]).await {
                         // Recorded already: the next recovery releases it (see `release_held`).
                         tracing::warn!("job {new_id} was submitted held and could not be released yet: {e}");
@@ -177,14 +175,12 @@ impl SlurmBackend {
                 }
                 Err(e) => {
                     let why = e.to_string();
+                    let mut ends = Vec::new();
                     for g in &group {
-                        ledger.append(&Entry::Abandoned {
-                            id: g.id.clone(),
-                            why: why.clone(),
-                            when: Timestamp::now(),
-                        })?;
+                        ends.push(Entry::Abandoned { id: g.id.clone(), why: why.clone(), when: Timestamp::now() });
                         out[g.i] = Some(Err(BackendError::Batch(why.clone())));
                     }
+                    ledger.append_all(&ends)?;
                 }
             }
         }
@@ -245,12 +241,13 @@ impl SlurmBackend {
     }
 
     /// Submit the same batch script again, with the same name, directory and partition, the
-    /// new resources, and for array tasks `--array=3,17,42` (one submission for the group);
+    /// new resources, and for array tasks `--array=3,17,40-60:2` (ranges and steps: one
+    /// submission for the group, which [`sbatch_chunks`] keeps within Slurm's limit);
     /// point pending jobs that depended on the old ids at the new ones. Returns the new id.
     async fn resubmit(&self, group: &[Go], change: &ResourceChange) -> Result<u64, BackendError> {
         let first = &group[0].run;
         let inc = first.incarnation;
-        self.script(inc.job_id).await?.ok_or_else(|| BackendError::Command {
+        self.script(inc.job_id, &first.target).await?.ok_or_else(|| BackendError::Command {
             command: format!("scontrol write batch_script {}", inc.job_id),
             why: format!(
                 "the controller no longer holds job {} and its batch script was never saved (set AccountingStoreFlags=job_script in slurm.conf so `sacct --batch-script` keeps scripts); resubmit it by hand",
@@ -285,9 +282,12 @@ impl SlurmBackend {
             token,
             when: Timestamp::now(),
         })?;
-        let tasks: Vec<String> = group.iter().filter_map(|g| g.run.incarnation.task.map(|t| t.to_string())).collect();
+        let mut tasks: Vec<u32> = group.iter().filter_map(|g| g.run.incarnation.task).collect();
         if !tasks.is_empty() {
-            args.push(format!("--array={}", tasks.join(",")));
+            tasks.sort_unstable();
+            tasks.dedup();
+            let spec: Vec<String> = array_pieces(&tasks).into_iter().map(|(p, _)| p).collect();
+            args.push(format!("--array={}", spec.join(",")));
         }
         args.push(path.display().to_string());
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -327,53 +327,120 @@ impl SlurmBackend {
         seen.partition
     }
 
-    pub(super) async fn fail(
+    /// Fail a batch of jobs under one lock and one fresh read, not one per job: each move
+    /// past its guard gets its logs kept and a `begin` entry (all in one ledger write), then
+    /// the chain's jobs that depend on it and have not run are canceled (one `scancel` each),
+    /// then the `done` entries (one write). A process that dies in between leaves begun
+    /// fails, which recovery completes (it cancels what is left and records them done).
+    pub(super) async fn fail_many(
         &self,
         workflow_id: i64,
-        job_id: i64,
-        guard: &Guard,
-        audit: &AuditEvent,
-    ) -> Result<MoveOutcome, BackendError> {
-        let ledger = self.ledger().await?.clone();
-        let _lock = ledger.lock()?;
-        let v = match self.guarded(workflow_id, job_id, guard).await? {
-            Ok(v) => v,
-            Err(stale) => return Ok(stale),
-        };
-        let Some(run) = v.runs.last().cloned() else {
-            return Err(BackendError::Internal(format!("job {job_id} has no run to fail")));
-        };
-        let attempt = keep_logs(&ledger, &run, &v)?;
-        let id = decision_id(workflow_id, job_id, &run.key);
-        ledger.append(&Entry::Begin {
-            id: id.clone(),
-            workflow_id,
-            job_id,
-            run: run.key,
-            action: Action::Fail,
-            attempt: Box::new(attempt),
-            change: ResourceChange::default(),
-            audit: audit.clone(),
-        })?;
-        let canceled = self.cancel_dependents(workflow_id, job_id, &audit.who, &ledger).await?;
-        ledger.append(&Entry::Done { id, resubmitted: None, canceled: canceled.clone(), when: Timestamp::now() })?;
-        Ok(MoveOutcome::Moved { status: JobStatus::Failed, attempt_id: v.job.attempt_id, canceled })
+        moves: &[FailMove],
+    ) -> Vec<Result<MoveOutcome, BackendError>> {
+        match self.fail_batch(workflow_id, moves).await {
+            Ok(out) => out,
+            Err(e) => {
+                let why = e.to_string();
+                moves.iter().map(|_| Err(BackendError::Batch(why.clone()))).collect()
+            }
+        }
     }
 
-    /// Cancel the chain's jobs that depend on `job_id`, transitively, and have not run.
+    async fn fail_batch(
+        &self,
+        workflow_id: i64,
+        moves: &[FailMove],
+    ) -> Result<Vec<Result<MoveOutcome, BackendError>>, BackendError> {
+        let ledger = self.ledger().await?.clone();
+        let _lock = ledger.lock()?;
+        self.forget(workflow_id);
+        let views = self.load(workflow_id).await?;
+        let by_id: HashMap<i64, &JobView> = views.iter().map(|v| (v.job.id, v)).collect();
+        let mut out: Vec<Option<Result<MoveOutcome, BackendError>>> = moves.iter().map(|_| None).collect();
+        // The guard of each move, on this fresh read; then the begin entries.
+        let mut begun: Vec<(usize, String, u32)> = Vec::new();
+        let mut begins = Vec::new();
+        for (i, m) in moves.iter().enumerate() {
+            let Some(v) = by_id.get(&m.job_id) else {
+                out[i] = Some(Err(BackendError::JobNotFound { workflow_id, job_id: m.job_id }));
+                continue;
+            };
+            let twice = begun.iter().any(|(j, _, _)| moves[*j].job_id == m.job_id);
+            if twice || !m.guard.holds(v.job.status, v.job.attempt_id, 1) {
+                let status = if twice { JobStatus::Failed } else { v.job.status };
+                out[i] = Some(Ok(MoveOutcome::Stale { status, attempt_id: v.job.attempt_id, run_id: 1 }));
+                continue;
+            }
+            let Some(run) = v.runs.last() else {
+                out[i] = Some(Err(BackendError::Internal(format!("job {} has no run to fail", m.job_id))));
+                continue;
+            };
+            let attempt = match keep_logs(&ledger, run, v) {
+                Ok(a) => a,
+                Err(e) => {
+                    out[i] = Some(Err(e));
+                    continue;
+                }
+            };
+            let id = decision_id(workflow_id, m.job_id, &run.key);
+            begins.push(Entry::Begin {
+                id: id.clone(),
+                workflow_id,
+                job_id: m.job_id,
+                run: run.key,
+                action: Action::Fail,
+                attempt: Box::new(attempt),
+                change: ResourceChange::default(),
+                audit: m.audit.clone(),
+            });
+            begun.push((i, id, v.job.attempt_id));
+        }
+        ledger.append_all(&begins)?;
+        // The dependents, then the done entries.
+        let mut gone = BTreeSet::new();
+        let mut dones = Vec::new();
+        for (i, id, attempt_id) in begun {
+            let m = &moves[i];
+            out[i] = Some(
+                match self.cancel_dependents(&views, workflow_id, m.job_id, &m.audit.who, &ledger, &mut gone).await {
+                    Ok(canceled) => {
+                        dones.push(Entry::Done {
+                            id,
+                            resubmitted: None,
+                            canceled: canceled.clone(),
+                            when: Timestamp::now(),
+                        });
+                        Ok(MoveOutcome::Moved { status: JobStatus::Failed, attempt_id, canceled })
+                    }
+                    // Begun and not done: the next recovery cancels what is left.
+                    Err(e) => Err(e),
+                },
+            );
+        }
+        ledger.append_all(&dones)?;
+        Ok(out
+            .into_iter()
+            .map(|o| o.unwrap_or_else(|| Err(BackendError::Internal("a move got no outcome".into()))))
+            .collect())
+    }
+
+    /// Cancel the chain's jobs that depend on `job_id`, transitively, and have not run (as
+    /// `views` shows them), except those in `gone` (canceled already); adds what it cancels
+    /// to `gone`.
     async fn cancel_dependents(
         &self,
+        views: &[JobView],
         workflow_id: i64,
         job_id: i64,
         who: &str,
         ledger: &Ledger,
+        gone: &mut BTreeSet<i64>,
     ) -> Result<Vec<i64>, BackendError> {
-        let views = self.load(workflow_id).await?;
         let mut doomed = vec![job_id];
         let mut canceled = Vec::new();
         while let Some(up) = doomed.pop() {
             for v in views.iter().filter(|v| v.job.depends_on.contains(&up)) {
-                if canceled.contains(&v.job.id)
+                if gone.contains(&v.job.id)
                     || !matches!(v.job.status, JobStatus::Blocked | JobStatus::Pending | JobStatus::Uninitialized)
                 {
                     continue;
@@ -384,6 +451,7 @@ impl SlurmBackend {
                     workflow_id,
                     event: AuditEvent::now(who, "cancel", Some(v.job.id), format!("upstream job {up} failed")),
                 })?;
+                gone.insert(v.job.id);
                 canceled.push(v.job.id);
                 doomed.push(v.job.id);
             }
@@ -462,7 +530,9 @@ impl SlurmBackend {
                     },
                 ),
                 (Action::Fail, _) => {
-                    let canceled = self.cancel_dependents(workflow_id, d.job_id, &d.audit.who, &ledger).await?;
+                    let canceled = self
+                        .cancel_dependents(&views, workflow_id, d.job_id, &d.audit.who, &ledger, &mut BTreeSet::new())
+                        .await?;
                     ("completed", Entry::Done { id: d.id.clone(), resubmitted: None, canceled, when: Timestamp::now() })
                 }
             };
@@ -492,6 +562,90 @@ struct Go {
     id: String,
 }
 
+/// How many tasks one `requeuehold` / `update` / `release` names. The controller handles each
+/// task of the list in turn (1,000 pending tasks in one `scontrol update` took 44 s on a busy
+/// 2-core test machine), and each command must end within the backend's timeout.
+const REQUEUE_AT_ONCE: usize = 256;
+
+/// `items` in runs of at most `n`, in order.
+fn chunked(items: Vec<Go>, n: usize) -> Vec<Vec<Go>> {
+    let mut out = Vec::new();
+    let mut rest = items.into_iter().peekable();
+    while rest.peek().is_some() {
+        out.push(rest.by_ref().take(n.max(1)).collect());
+    }
+    out
+}
+
+/// The longest `--array` list Slurm takes (22.05: 4,096 characters are accepted, 4,097 refused
+/// with "Pathname of a file, directory or other parameter too long").
+const ARRAY_SPEC_MAX: usize = 4096;
+
+/// Sorted, distinct task ids as the pieces of an `--array` list, each with how many tasks it
+/// names: `7`, `3-5` (consecutive), `0-9980:20` (three or more with one step).
+fn array_pieces(tasks: &[u32]) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < tasks.len() {
+        let first = tasks[i];
+        let mut last = i;
+        if let Some(&next) = tasks.get(i + 1) {
+            let step = next - first;
+            let mut j = i + 1;
+            while tasks.get(j + 1).is_some_and(|&t| t - tasks[j] == step) {
+                j += 1;
+            }
+            if step == 1 || j - i >= 2 {
+                last = j;
+            }
+        }
+        let piece = match last - i {
+            0 => first.to_string(),
+            _ if tasks[i + 1] - first == 1 => format!("{first}-{}", tasks[last]),
+            _ => format!("{first}-{}:{}", tasks[last], tasks[i + 1] - first),
+        };
+        out.push((piece, last - i + 1));
+        i = last + 1;
+    }
+    out
+}
+
+/// Sorted, distinct task ids split into runs whose `--array` lists stay within `max`
+/// characters, in order.
+fn array_chunks(tasks: &[u32], max: usize) -> Vec<&[u32]> {
+    let mut out = Vec::new();
+    let (mut start, mut len, mut count) = (0, 0, 0);
+    for (piece, n) in array_pieces(tasks) {
+        let add = piece.len() + usize::from(count > 0);
+        if count > 0 && len + add > max {
+            out.push(&tasks[start..start + count]);
+            start += count;
+            (len, count) = (piece.len(), n);
+        } else {
+            len += add;
+            count += n;
+        }
+    }
+    if count > 0 {
+        out.push(&tasks[start..start + count]);
+    }
+    out
+}
+
+/// A resubmission group split so that each part's `--array` list fits one `sbatch` (a
+/// chain's job, without tasks, stays whole).
+fn sbatch_chunks(mut group: Vec<Go>) -> Vec<Vec<Go>> {
+    if group.iter().any(|g| g.run.incarnation.task.is_none()) {
+        return vec![group];
+    }
+    group.sort_by_key(|g| g.run.incarnation.task);
+    group.dedup_by_key(|g| g.run.incarnation.task);
+    let tasks: Vec<u32> = group.iter().filter_map(|g| g.run.incarnation.task).collect();
+    let sizes: Vec<usize> = array_chunks(&tasks, ARRAY_SPEC_MAX).iter().map(|c| c.len()).collect();
+    let mut rest = group.into_iter();
+    sizes.into_iter().map(|n| rest.by_ref().take(n).collect()).collect()
+}
+
 /// Split `items` into groups with equal `key`, keeping their order within each group.
 fn groups<K: PartialEq>(items: Vec<Go>, key: impl Fn(&Go) -> K) -> Vec<Vec<Go>> {
     let mut out: Vec<(K, Vec<Go>)> = Vec::new();
@@ -516,7 +670,7 @@ impl SlurmBackend {
     ) -> Result<Vec<AuditEvent>, BackendError> {
         let mut out = Vec::new();
         let squeue = self.cli.check("squeue", &["-h", "-t", "PD", "-o", "%F|%r|%k"]).await?;
-        let mut released = std::collections::BTreeSet::new();
+        let mut released = BTreeSet::new();
         for line in squeue.stdout.lines() {
             let f: Vec<&str> = line.trim().splitn(3, '|').collect();
             let (Some(id), Some(reason), Some(token)) = (f.first(), f.get(1), f.get(2)) else { continue };
@@ -629,6 +783,26 @@ fn repoint(dep: &str, old: &str, new: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn array_lists_use_ranges_and_steps_and_fit_slurms_limit() {
+        let pieces = |t: &[u32]| super::array_pieces(t).into_iter().map(|(p, _)| p).collect::<Vec<_>>().join(",");
+        assert_eq!(pieces(&[3]), "3");
+        assert_eq!(pieces(&[3, 17, 42]), "3,17,42");
+        assert_eq!(pieces(&[1, 2, 3, 5, 7, 9, 20]), "1-3,5-9:2,20");
+        assert_eq!(pieces(&[4, 5]), "4-5");
+        let every_20th: Vec<u32> = (0..10_000).step_by(20).collect();
+        assert_eq!(pieces(&every_20th), "0-9980:20");
+        // No pattern at all: chunks under the limit that together name every task once.
+        let scattered: Vec<u32> =
+            (0..3000u32).map(|i| i * i % 99_991).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+        let chunks = super::array_chunks(&scattered, super::ARRAY_SPEC_MAX);
+        assert!(chunks.len() > 1, "{} tasks of 4-5 digits do not fit one list", scattered.len());
+        assert!(chunks.iter().all(|c| pieces(c).len() <= super::ARRAY_SPEC_MAX));
+        assert_eq!(chunks.concat(), scattered);
+        assert_eq!(super::array_chunks(&every_20th, super::ARRAY_SPEC_MAX).len(), 1);
+        assert!(super::array_chunks(&[], 10).is_empty());
+    }
+
     #[test]
     fn repointing_keeps_the_kind_and_drops_state_notes() {
         assert_eq!(super::repoint("afterok:20(failed)", "20", "40"), "afterok:40");

@@ -115,6 +115,37 @@ pub struct SacctRow {
     pub user: Option<String>,
 }
 
+/// The first script of `sacct --batch-script -j IDS`, which prints, for each job, a header
+/// (`Batch Script for 16_2`, a line of dashes) and then the script: a 10,000-task array asked
+/// by its id prints its script 10,000 times. Text without a header is returned whole (a script
+/// kept by triage); with one, what lies between the first header and the next.
+pub fn first_batch_script(text: &str) -> String {
+    let header = |l: &str| l.starts_with("Batch Script for ");
+    if !text.lines().any(header) {
+        return text.to_string();
+    }
+    let mut lines = text.lines().peekable();
+    if !lines.peek().is_some_and(|l| header(l)) {
+        // A script kept by an earlier version of triage, with every task's after it.
+        let mut out = String::new();
+        for l in text.lines().take_while(|l| !header(l)) {
+            out.push_str(l);
+            out.push('\n');
+        }
+        return out;
+    }
+    lines.next();
+    if lines.peek().is_some_and(|l| !l.is_empty() && l.chars().all(|c| c == '-')) {
+        lines.next();
+    }
+    let mut out = String::new();
+    for l in lines.take_while(|l| !header(l)) {
+        out.push_str(l);
+        out.push('\n');
+    }
+    out
+}
+
 /// Parses sacct's output (see the module documentation), reading times in the machine's time
 /// zone.
 pub fn parse(text: &str) -> Result<Vec<SacctRow>, SacctError> {
@@ -358,6 +389,21 @@ impl Run {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batch_scripts_of_an_array_come_once() {
+        let dashes = "-".repeat(80);
+        let script = "#!/bin/bash\n#SBATCH --job-name=x\necho $SLURM_ARRAY_TASK_ID\n";
+        let all: String = (0..3).map(|t| format!("Batch Script for 16_{t}\n{dashes}\n{script}")).collect();
+        assert_eq!(first_batch_script(&all), script);
+        assert_eq!(first_batch_script(&format!("Batch Script for 15\n{dashes}\n{script}")), script);
+        // A kept script comes back as it is; one kept with every task's after it, cut.
+        assert_eq!(first_batch_script("#!/bin/sh\r\necho hi\r\n"), "#!/bin/sh\r\necho hi\r\n");
+        assert_eq!(
+            first_batch_script(&format!("{script}{}", &all[all.find("Batch Script for 16_1").unwrap()..])),
+            script
+        );
+    }
 
     /// The 12-field list the captures below were taken with (`$F`): SACCT_FIELDS without User.
     const F12_HEADER: &str = "JobID|JobIDRaw|JobName|State|ExitCode|Submit|Start|End|NodeList|ReqMem|Timelimit|WorkDir";
