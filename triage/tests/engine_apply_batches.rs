@@ -92,6 +92,9 @@ impl JobBackend for Counting {
     async fn append_event(&self, workflow_id: i64, event: &AuditEvent) -> Result<(), BackendError> {
         self.inner.append_event(workflow_id, event).await
     }
+    async fn audit_trail(&self, workflow_id: i64) -> Result<Vec<AuditEvent>, BackendError> {
+        self.inner.audit_trail(workflow_id).await
+    }
 }
 
 #[tokio::test]
