@@ -1,6 +1,6 @@
 //! Applying a plan reads the workflow once and moves its jobs in batches, whatever the number of
 //! entries: a backend that counts the calls it gets (over a real directory store) sees one
-//! listing, one `fail_jobs` and one `retry_jobs`, never a read or a move per entry. That is what
+//! listing, one `retry_jobs` and one `fail_jobs`, never a read or a move per entry. That is what
 //! keeps `triage apply --plan` of a 10,000-task Slurm array to a few Slurm commands.
 
 mod support;
@@ -133,8 +133,8 @@ async fn a_plan_is_applied_with_one_listing_and_one_batch_per_kind_of_move() {
     let calls = backend.calls.lock().unwrap().clone();
     assert_eq!(
         calls,
-        vec!["workflow".to_string(), "list_jobs".into(), format!("fail_jobs:{fails}"), format!("retry_jobs:{retries}")],
-        "one read of the workflow, one batch of fails, one of retries"
+        vec!["workflow".to_string(), "list_jobs".into(), format!("retry_jobs:{retries}"), format!("fail_jobs:{fails}")],
+        "one read of the workflow, one batch of retries, one of fails"
     );
     let applied = plan.jobs.iter().filter(|j| j.outcome == Outcome::Applied).count();
     assert_eq!(applied, retries + fails, "{:?}", plan.jobs);

@@ -73,6 +73,12 @@ impl Engine {
     /// ([`crate::backend::JobBackend::fail_jobs`]), then the retries as another
     /// ([`crate::backend::JobBackend::retry_jobs`]).
     pub async fn apply_ready(&self, workflow_id: i64, entries: &mut [PlanJob], who: &str) {
+        self.apply_batches(workflow_id, entries, who, false).await;
+    }
+
+    /// [`Engine::apply_ready`], with the retries first when `retries_first` (how `triage
+    /// apply` moves a plan).
+    async fn apply_batches(&self, workflow_id: i64, entries: &mut [PlanJob], who: &str, retries_first: bool) {
         let mut retries: Vec<(&mut PlanJob, RetryMove)> = Vec::new();
         let mut fails: Vec<(&mut PlanJob, FailMove)> = Vec::new();
         for entry in entries.iter_mut().filter(|e| e.outcome == Outcome::WouldApply) {
@@ -106,19 +112,34 @@ impl Engine {
                 }
             }
         }
-        if !fails.is_empty() {
-            let moves: Vec<FailMove> = fails.iter().map(|(_, m)| m.clone()).collect();
-            let results = self.backend.fail_jobs(workflow_id, &moves).await;
-            for ((entry, _), result) in fails.into_iter().zip(results) {
-                settle(entry, result);
-            }
+        if retries_first {
+            self.retry_batch(workflow_id, retries).await;
+            self.fail_batch(workflow_id, fails).await;
+        } else {
+            self.fail_batch(workflow_id, fails).await;
+            self.retry_batch(workflow_id, retries).await;
         }
-        if !retries.is_empty() {
-            let moves: Vec<RetryMove> = retries.iter().map(|(_, m)| m.clone()).collect();
-            let results = self.backend.retry_jobs(workflow_id, &moves).await;
-            for ((entry, _), result) in retries.into_iter().zip(results) {
-                settle(entry, result);
-            }
+    }
+
+    async fn fail_batch(&self, workflow_id: i64, fails: Vec<(&mut PlanJob, FailMove)>) {
+        if fails.is_empty() {
+            return;
+        }
+        let moves: Vec<FailMove> = fails.iter().map(|(_, m)| m.clone()).collect();
+        let results = self.backend.fail_jobs(workflow_id, &moves).await;
+        for ((entry, _), result) in fails.into_iter().zip(results) {
+            settle(entry, result);
+        }
+    }
+
+    async fn retry_batch(&self, workflow_id: i64, retries: Vec<(&mut PlanJob, RetryMove)>) {
+        if retries.is_empty() {
+            return;
+        }
+        let moves: Vec<RetryMove> = retries.iter().map(|(_, m)| m.clone()).collect();
+        let results = self.backend.retry_jobs(workflow_id, &moves).await;
+        for ((entry, _), result) in retries.into_iter().zip(results) {
+            settle(entry, result);
         }
     }
 
@@ -175,8 +196,8 @@ impl Engine {
     /// Apply a plan (a person's, from `triage run --plan-out`, maybe reviewed): every entry
     /// awaiting apply is re-checked and, with [`Mode::Apply`], moved. Interrupted moves of an
     /// earlier process are resolved first. The workflow is read once for all the entries
-    /// (one listing, not one per entry), and the moves go to the backend as batches
-    /// ([`Engine::apply_ready`]), each still guarded by the state the re-check saw.
+    /// (one listing, not one per entry), and the moves go to the backend as batches, the
+    /// retries then the fails, each move still guarded by the state the re-check saw.
     /// `on_event` sees progress and errors as they happen. Running the same plan twice
     /// changes nothing the second time.
     pub async fn apply_plan(&self, plan: &mut Plan, mode: Mode, who: &str, on_event: &(dyn Fn(&RunEvent) + Sync)) {
@@ -217,7 +238,7 @@ impl Engine {
                         ready.push(self.recheck(&info, job, &statuses, &plan.jobs[i]).await);
                     }
                     if mode == Mode::Apply {
-                        self.apply_ready(plan.workflow_id, &mut ready, who).await;
+                        self.apply_batches(plan.workflow_id, &mut ready, who, true).await;
                     }
                     for (&i, updated) in wanted.iter().zip(ready) {
                         if updated.outcome == Outcome::Error {
