@@ -4,6 +4,7 @@
 //! Thin by design: the tools parse arguments, call the `triage` engine, and render results.
 //! stdout carries the protocol and nothing else; logs go to stderr.
 
+mod approval;
 mod args;
 mod http;
 mod lenient;

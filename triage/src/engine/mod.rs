@@ -7,6 +7,7 @@
 //! - [`proposal`] is a proposal and its [`Authority`] (agent, rules, a person's review);
 //! - [`validate`] decides whether a proposal may be applied;
 //! - `apply` judges a proposal and makes the guarded move; it also applies a whole plan;
+//! - [`approval`] is a person's approval of an agent's moves, asked through their MCP client;
 //! - [`classify`] takes an agent's classifications (the MCP tool);
 //! - [`propose_log`] is the propose-only contract between `triage run` and its agent's server;
 //! - [`review`] turns a person's answers into reviewed decisions;
@@ -15,6 +16,7 @@
 //! - [`policy`] holds the budgets, lists, caps (and the resilience settings' table).
 
 mod apply;
+pub mod approval;
 mod cache;
 pub mod classify;
 pub mod evidence;
@@ -39,7 +41,7 @@ use std::sync::Arc;
 
 pub use evidence::{Cause, Evidence, RetriesUsed, Upstream};
 pub use plan::{Outcome, PLAN_FORMAT_VERSION, Plan, PlanJob, RunEvent, Summary};
-pub use policy::{Policy, PolicyError};
+pub use policy::{Confirm, Policy, PolicyError};
 pub use proposal::{Authority, Proposal};
 pub use tail::read_tail;
 pub use validate::{Validation, ValidationStatus, validate};
