@@ -9,6 +9,7 @@ mod args;
 mod http;
 mod lenient;
 mod render;
+mod resources;
 mod server;
 mod state;
 mod tools;

@@ -224,3 +224,40 @@ def test_round_trip_state_is_answered_once_and_bound_to_the_call(demo):
     before = snapshot(demo)
     run(go())
     assert snapshot(demo) == before
+
+
+def test_approval_over_a_real_torc_server(tmp_path):
+    """Under 2026-07-28, against Torc with Torc's own runner: the person approves the retry and
+    leaves the fail unticked; Torc shows exactly that, and Torc's event log names the approver."""
+    from torc import TorcServer, items, jobs_by_name, run_spec
+
+    server = TorcServer(tmp_path / "torc.db")
+    try:
+        url = server.url
+        wf, out = run_spec(url, tmp_path)
+        ids = {name: j["id"] for name, j in jobs_by_name(url, wf).items()}
+        arguments = {"workflow_id": wf, "dry_run": False, "classifications": [
+            {"job_id": ids["conn_refused"], "action": "retry", "reason": "nothing listened on port 9; transient", "confidence": 0.8},
+            {"job_id": ids["syntax"], "action": "fail", "reason": "SyntaxError: the code does not parse", "confidence": 0.95},
+        ]}
+        person = Person(tick("Retry"))
+
+        async def go():
+            params = StdioServerParameters(command=str(TRIAGE_MCP), env=server_env(),
+                                           args=["--backend", f"torc:{url}", "--torc-output-dir", str(out)])
+            async with Client(params, mode="2026-07-28", elicitation_callback=person,
+                              client_info=types.Implementation(name="vscode-like", version="1")) as c:
+                return structured(await c.call_tool("classify_and_resolve_failures", arguments))
+
+        res = run(go())
+        assert res["approval"]["answer"] == "accept" and len(person.asked) == 1
+        assert {r["job_id"]: r["outcome"] for r in res["results"]} == {ids["conn_refused"]: "applied", ids["syntax"]: "would_apply"}
+        after = jobs_by_name(url, wf)
+        assert (after["conn_refused"]["status"], after["conn_refused"]["attempt_id"]) == ("ready", 2)
+        assert after["syntax"]["status"] == "pending_failed"
+        audit = [e["data"] for e in items(url, "/events", workflow_id=wf) if e["data"].get("category") == "triage"]
+        assert [e["action"] for e in audit] == ["retry"], audit
+        assert "approved by a person via vscode-like" in audit[0]["who"]
+        assert '"approved_by"' in json.dumps(audit[0]) and '"input_required"' in json.dumps(audit[0])
+    finally:
+        server.stop()

@@ -43,8 +43,13 @@ impl TriageServer {
         output_schema = schema_for_output::<ListOut>(),
         annotations(title = "List pending_failed jobs", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
-    async fn list_pending_failed_jobs(&self, Parameters(args): Parameters<ListArgs>) -> Result<CallToolResult, String> {
-        list::run(&self.state, args).await
+    async fn list_pending_failed_jobs(
+        &self,
+        Parameters(args): Parameters<ListArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, String> {
+        let progress_to = ctx.meta.get_progress_token().map(|token| (token, ctx.peer.clone()));
+        list::run(&self.state, args, progress_to).await
     }
 
     #[tool(
