@@ -39,6 +39,14 @@ pub struct Args {
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(8192..))]
     pub max_answer_bytes: Option<u32>,
 
+    /// Whether a call with `dry_run: false` asks the person first, through their client (MCP
+    /// elicitation): `elicit` asks when the client can be asked (else validation alone
+    /// decides), `required` applies nothing unapproved (a client that cannot ask gets the dry
+    /// run and a plan for `triage apply`), `never` does not ask. Default: the policy file's
+    /// `confirm`, else `elicit`.
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub confirm: Option<triage::engine::Confirm>,
+
     /// Name recorded as the proposer in audit events (default: the client's name).
     #[arg(long, value_name = "NAME")]
     pub agent_name: Option<String>,

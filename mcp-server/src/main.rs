@@ -4,10 +4,12 @@
 //! Thin by design: the tools parse arguments, call the `triage` engine, and render results.
 //! stdout carries the protocol and nothing else; logs go to stderr.
 
+mod approval;
 mod args;
 mod http;
 mod lenient;
 mod render;
+mod resources;
 mod server;
 mod state;
 mod tools;

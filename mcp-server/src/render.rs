@@ -169,6 +169,20 @@ pub fn classify(o: &ClassifyOut) -> String {
     for u in &o.unmatched {
         let _ = writeln!(out, "- classification #{}: {}", u.index, u.error);
     }
+    if let Some(a) = &o.approval {
+        let _ = writeln!(
+            out,
+            "Approval (--confirm {}): {}{}: {}",
+            a.policy,
+            a.answer,
+            a.channel.as_deref().map(|c| format!(" via {c}")).unwrap_or_default(),
+            a.message
+        );
+        for item in &a.items {
+            let mark = if a.approved.contains(&item.key) { "approved" } else { "not approved" };
+            let _ = writeln!(out, "    {} {}: {mark}", item.key, item.title());
+        }
+    }
     let _ = writeln!(out, "{}", o.next_steps);
     out
 }

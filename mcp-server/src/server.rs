@@ -1,11 +1,12 @@
-//! The MCP server: identity, instructions for the agent, tools and prompts.
+//! The MCP server: identity, instructions for the agent, tools, prompts and resources.
 
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
-    PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, Role, ServerCapabilities, ServerConfig,
+    ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams, Prompt, PromptArgument, PromptMessage,
+    ReadResourceRequestParams, ReadResourceResponse, Role, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, tool_handler};
@@ -42,18 +43,45 @@ impl ServerHandler for TriageServer {
         match self.state.mode {
             crate::state::ServerMode::ReadOnly => instructions.push_str(" This server is read-only: nothing can be applied."),
             crate::state::ServerMode::ProposeOnly => instructions.push_str(" This server is propose-only: classifications are validated and recorded, and triage applies what passes."),
-            crate::state::ServerMode::Normal => {}
+            crate::state::ServerMode::Normal => match self.state.engine.policy.confirm {
+                triage::engine::Confirm::Never => {}
+                _ => instructions.push_str(" With dry_run false this server asks the person itself, in their client, to approve each move (MCP elicitation) and applies only what they approve: their answer is final, so tell them what happened and do not call again to get a different answer."),
+            },
         }
         if let Some(w) = self.state.workflow {
             instructions.push_str(&format!(" It serves workflow {w} only."));
         }
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_prompts().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_prompts().enable_resources().build())
             .with_server_info(
                 Implementation::new("triage-mcp", env!("CARGO_PKG_VERSION"))
                     .with_title("Triage")
                     .with_description("Triage failed batch jobs (pending_failed) with validation against a pattern catalog and retry budgets"),
             )
             .with_instructions(instructions)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(crate::resources::list(&self.state))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(crate::resources::templates())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        crate::resources::read(&self.state, &request.uri).await.map(Into::into)
     }
 
     async fn list_prompts(

@@ -41,6 +41,8 @@ pub struct State {
     pub proposals: Option<ProposeLog>,
     /// Served at `/metrics` over `--http`: jobs judged by the classify tool, backend errors.
     pub metrics: triage::metrics::Metrics,
+    /// Approvals waiting for the client's second round (protocol 2026-07-28).
+    pub approvals: crate::approval::PendingApprovals,
 }
 
 impl State {
@@ -48,6 +50,9 @@ impl State {
         let mut settings = Settings::resolve(&args.settings)?;
         if args.allow_overrides {
             settings.policy.allow_overrides = true;
+        }
+        if let Some(confirm) = args.confirm {
+            settings.policy.confirm = confirm;
         }
         let engine = settings.engine()?;
         let proposals = args.propose_only.as_deref().map(ProposeLog::open).transpose()?;
@@ -62,6 +67,7 @@ impl State {
             backend = engine.backend.describe(),
             mode = mode.as_str(),
             catalog = engine.catalog.version(),
+            confirm = engine.policy.confirm.as_str(),
             "triage-mcp ready"
         );
         Ok(Arc::new(State {
@@ -72,7 +78,14 @@ impl State {
             max_answer_bytes: args.max_answer_bytes,
             proposals,
             metrics: triage::metrics::Metrics::new(),
+            approvals: Default::default(),
         }))
+    }
+
+    /// Where plans for a person are written (`--confirm required` with a client that cannot
+    /// ask): `$TRIAGE_STATE_DIR/mcp/plans`.
+    pub fn plans_dir(&self) -> std::path::PathBuf {
+        triage::resilience::CircuitBook::default_dir().join("mcp").join("plans")
     }
 
     /// Refuse workflows other than the one the server is restricted to.

@@ -43,7 +43,15 @@ pub struct ListOut {
     pub page: GroupPage,
 }
 
-pub async fn run(state: &State, args: ListArgs) -> Result<rmcp::model::CallToolResult, String> {
+/// Where to report a long listing's progress: the client's progress token and the peer to
+/// notify (given only when the request carried a token).
+pub type ProgressTo = Option<(rmcp::model::ProgressToken, rmcp::Peer<rmcp::RoleServer>)>;
+
+pub async fn run(
+    state: &State,
+    args: ListArgs,
+    progress_to: ProgressTo,
+) -> Result<rmcp::model::CallToolResult, String> {
     state.check_workflow(args.workflow_id)?;
     let limit = args.limit.unwrap_or(50);
     if !(1..=500).contains(&limit) {
@@ -61,7 +69,19 @@ pub async fn run(state: &State, args: ListArgs) -> Result<rmcp::model::CallToolR
     let max_bytes = state.max_answer_bytes.map_or(max_bytes, |cap| max_bytes.min(cap)) as usize;
     let mut engine = state.engine.clone();
     engine.tail_lines = tail_lines as usize;
-    let (info, evidence) = engine.pending(args.workflow_id).await.map_err(|e| {
+    let (progress, forwarder) = match progress_to {
+        Some((token, peer)) => {
+            let (progress, forwarder) = notify_progress(token, peer);
+            (Some(progress), Some(forwarder))
+        }
+        None => (None, None),
+    };
+    let gathered = engine.pending_with_progress(args.workflow_id, progress).await;
+    if let Some(f) = forwarder {
+        // Every notification is sent before the answer, so a client never sees one after it.
+        let _ = f.await;
+    }
+    let (info, evidence) = gathered.map_err(|e| {
         state.metrics.record_backend_error(&engine.backend.describe());
         e.to_string()
     })?;
@@ -96,4 +116,33 @@ pub async fn run(state: &State, args: ListArgs) -> Result<rmcp::model::CallToolR
         }
         limit = (shown * max_bytes / size).clamp(1, shown - 1);
     }
+}
+
+/// A progress callback for the engine and the task that forwards its reports to the client as
+/// `notifications/progress`. The task ends when the callback is dropped.
+fn notify_progress(
+    token: rmcp::model::ProgressToken,
+    peer: rmcp::Peer<rmcp::RoleServer>,
+) -> (triage::engine::Progress, tokio::task::JoinHandle<()>) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize)>();
+    let forwarder = tokio::spawn(async move {
+        while let Some((done, total)) = rx.recv().await {
+            let message = if done == 0 {
+                format!("listed {total} pending_failed jobs; reading their stderr tails")
+            } else {
+                format!("read and scanned {done} of {total} stderr tails")
+            };
+            let note = rmcp::model::ProgressNotificationParam::new(token.clone(), done as f64)
+                .with_total(total as f64)
+                .with_message(message);
+            if let Err(e) = peer.notify_progress(note).await {
+                tracing::debug!("progress notification not sent: {e}");
+                break;
+            }
+        }
+    });
+    let progress: triage::engine::Progress = std::sync::Arc::new(move |done, total| {
+        let _ = tx.send((done, total));
+    });
+    (progress, forwarder)
 }

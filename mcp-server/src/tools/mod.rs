@@ -8,8 +8,9 @@ mod list;
 mod tail;
 
 use rmcp::handler::server::tool::schema_for_output;
+use rmcp::handler::server::tool::{InputResponses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock};
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, tool, tool_router};
 use serde::Serialize;
@@ -29,6 +30,11 @@ pub fn respond<T: Serialize>(value: &T, text: String) -> Result<CallToolResult, 
     Ok(result)
 }
 
+/// Whether a client declared form elicitation (an empty `elicitation` object means form).
+fn can_elicit_form(caps: Option<ClientCapabilities>) -> bool {
+    caps.and_then(|c| c.elicitation).is_some_and(|e| e.form.is_some() || e.url.is_none())
+}
+
 #[tool_router(vis = "pub(crate)")]
 impl TriageServer {
     #[tool(
@@ -37,8 +43,13 @@ impl TriageServer {
         output_schema = schema_for_output::<ListOut>(),
         annotations(title = "List pending_failed jobs", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
-    async fn list_pending_failed_jobs(&self, Parameters(args): Parameters<ListArgs>) -> Result<CallToolResult, String> {
-        list::run(&self.state, args).await
+    async fn list_pending_failed_jobs(
+        &self,
+        Parameters(args): Parameters<ListArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, String> {
+        let progress_to = ctx.meta.get_progress_token().map(|token| (token, ctx.peer.clone()));
+        list::run(&self.state, args, progress_to).await
     }
 
     #[tool(
@@ -70,9 +81,18 @@ impl TriageServer {
     async fn classify_and_resolve_failures(
         &self,
         Parameters(args): Parameters<ClassifyArgs>,
+        RequestState(request_state): RequestState,
+        InputResponses(input_responses): InputResponses,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, String> {
-        let client = ctx.peer.peer_info().map(|info| info.client_info.name.clone());
-        classify::run(&self.state, args, client).await
+    ) -> Result<CallToolResponse, String> {
+        let caller = classify::Caller {
+            client: ctx.client_info().map(|info| info.name),
+            can_elicit: can_elicit_form(ctx.client_capabilities()),
+            round_trip: ctx.protocol_version().is_some_and(|v| !v.has_initialize()),
+            peer: ctx.peer.clone(),
+            request_state,
+            input_responses,
+        };
+        classify::run(&self.state, args, caller).await
     }
 }

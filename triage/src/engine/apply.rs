@@ -100,6 +100,9 @@ impl Engine {
                     "entry": entry.catalog.evidence.as_ref().map(|m| m.id.clone()),
                 },
             });
+            if let Some(approval) = &entry.approved_by {
+                audit.details["approved_by"] = serde_json::json!(approval);
+            }
             match proposal.action {
                 Action::Retry => {
                     let m =
@@ -211,51 +214,66 @@ impl Engine {
                 emit(e);
             }
         }
-        let subject = self.backend.describe();
         let wanted: Vec<usize> = (0..plan.jobs.len()).filter(|&i| plan.jobs[i].awaiting_apply()).collect();
         if !wanted.is_empty() {
-            let fresh = async {
-                let info = self.backend.workflow(plan.workflow_id).await?;
-                let jobs = self.backend.all_jobs(plan.workflow_id, None).await?;
-                Ok::<_, BackendError>((info, jobs))
-            };
-            match fresh.await {
-                Err(e) => {
-                    let why = e.to_string();
-                    for &i in &wanted {
-                        plan.jobs[i].outcome = Outcome::Error;
-                        plan.jobs[i].notes.push(why.clone());
-                    }
-                    emit(RunEvent::now("error", &subject, format!("workflow {}: {why}", plan.workflow_id)));
-                }
-                Ok((info, jobs)) => {
-                    let statuses: HashMap<i64, JobStatus> = jobs.iter().map(|j| (j.id, j.status)).collect();
-                    let mut jobs: HashMap<i64, Job> = jobs.into_iter().map(|j| (j.id, j)).collect();
-                    let mut ready = Vec::with_capacity(wanted.len());
-                    for &i in &wanted {
-                        emit(RunEvent::now("progress", "triage", format!("job {}", plan.jobs[i].job_id)));
-                        let job = jobs.remove(&plan.jobs[i].job_id);
-                        ready.push(self.recheck(&info, job, &statuses, &plan.jobs[i]).await);
-                    }
-                    if mode == Mode::Apply {
-                        self.apply_batches(plan.workflow_id, &mut ready, who, true).await;
-                    }
-                    for (&i, updated) in wanted.iter().zip(ready) {
-                        if updated.outcome == Outcome::Error {
-                            emit(RunEvent::now(
-                                "error",
-                                &subject,
-                                format!("job {}: {}", updated.job_id, updated.notes.join("; ")),
-                            ));
-                        }
-                        plan.jobs[i] = updated;
-                    }
-                }
+            let entries: Vec<PlanJob> = wanted.iter().map(|&i| plan.jobs[i].clone()).collect();
+            let updated = self.recheck_and_move(plan.workflow_id, entries, mode, who, true, &mut emit).await;
+            for (&i, u) in wanted.iter().zip(updated) {
+                plan.jobs[i] = u;
             }
         }
         plan.dry_run = mode != Mode::Apply;
         plan.events.extend(events.into_iter().filter(|e| e.kind != "progress"));
         plan.summarize();
+    }
+
+    /// Re-check `entries` (each awaiting apply) against one fresh read of the workflow and,
+    /// with [`Mode::Apply`], move the ones still applicable as batches (`retries_first`: how
+    /// `triage apply` orders them). Returns the entries with their new outcomes.
+    pub(super) async fn recheck_and_move(
+        &self,
+        workflow_id: i64,
+        mut entries: Vec<PlanJob>,
+        mode: Mode,
+        who: &str,
+        retries_first: bool,
+        emit: &mut (dyn FnMut(RunEvent) + Send),
+    ) -> Vec<PlanJob> {
+        let subject = self.backend.describe();
+        let fresh = async {
+            let info = self.backend.workflow(workflow_id).await?;
+            let jobs = self.backend.all_jobs(workflow_id, None).await?;
+            Ok::<_, BackendError>((info, jobs))
+        };
+        let (info, jobs) = match fresh.await {
+            Ok(fresh) => fresh,
+            Err(e) => {
+                let why = e.to_string();
+                for entry in &mut entries {
+                    entry.outcome = Outcome::Error;
+                    entry.notes.push(why.clone());
+                }
+                emit(RunEvent::now("error", &subject, format!("workflow {workflow_id}: {why}")));
+                return entries;
+            }
+        };
+        let statuses: HashMap<i64, JobStatus> = jobs.iter().map(|j| (j.id, j.status)).collect();
+        let mut jobs: HashMap<i64, Job> = jobs.into_iter().map(|j| (j.id, j)).collect();
+        let mut ready = Vec::with_capacity(entries.len());
+        for entry in &entries {
+            emit(RunEvent::now("progress", "triage", format!("job {}", entry.job_id)));
+            let job = jobs.remove(&entry.job_id);
+            ready.push(self.recheck(&info, job, &statuses, entry).await);
+        }
+        if mode == Mode::Apply {
+            self.apply_batches(workflow_id, &mut ready, who, retries_first).await;
+        }
+        for updated in &ready {
+            if updated.outcome == Outcome::Error {
+                emit(RunEvent::now("error", &subject, format!("job {}: {}", updated.job_id, updated.notes.join("; "))));
+            }
+        }
+        ready
     }
 }
 

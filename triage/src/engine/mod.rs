@@ -7,6 +7,7 @@
 //! - [`proposal`] is a proposal and its [`Authority`] (agent, rules, a person's review);
 //! - [`validate`] decides whether a proposal may be applied;
 //! - `apply` judges a proposal and makes the guarded move; it also applies a whole plan;
+//! - [`approval`] is a person's approval of an agent's moves, asked through their MCP client;
 //! - [`classify`] takes an agent's classifications (the MCP tool);
 //! - [`propose_log`] is the propose-only contract between `triage run` and its agent's server;
 //! - [`review`] turns a person's answers into reviewed decisions;
@@ -15,6 +16,7 @@
 //! - [`policy`] holds the budgets, lists, caps (and the resilience settings' table).
 
 mod apply;
+pub mod approval;
 mod cache;
 pub mod classify;
 pub mod evidence;
@@ -39,7 +41,7 @@ use std::sync::Arc;
 
 pub use evidence::{Cause, Evidence, RetriesUsed, Upstream};
 pub use plan::{Outcome, PLAN_FORMAT_VERSION, Plan, PlanJob, RunEvent, Summary};
-pub use policy::{Policy, PolicyError};
+pub use policy::{Confirm, Policy, PolicyError};
 pub use proposal::{Authority, Proposal};
 pub use tail::read_tail;
 pub use validate::{Validation, ValidationStatus, validate};
@@ -47,6 +49,9 @@ pub use validate::{Validation, ValidationStatus, validate};
 use crate::backend::{BackendError, JobBackend, WorkflowInfo};
 use crate::catalog::Catalog;
 use crate::model::{Job, JobStatus};
+
+/// Told `(done, total)` as a long gathering goes (see [`Engine::pending_with_progress`]).
+pub type Progress = Arc<dyn Fn(usize, usize) + Send + Sync>;
 
 /// Stderr lines read per job by default (as in Torc).
 pub const DEFAULT_TAIL_LINES: usize = 50;
@@ -79,6 +84,17 @@ impl Engine {
 
     /// The workflow and the evidence for each of its pending_failed jobs, by job id.
     pub async fn pending(&self, workflow_id: i64) -> Result<(WorkflowInfo, Vec<Evidence>), BackendError> {
+        self.pending_with_progress(workflow_id, None).await
+    }
+
+    /// [`Engine::pending`], telling `progress` how far it is: `(jobs done, jobs in all)`,
+    /// called once the listing is in (`(0, total)`) and then at most about a hundred times
+    /// as the tails are read and scanned, the last time with `done == total`.
+    pub async fn pending_with_progress(
+        &self,
+        workflow_id: i64,
+        progress: Option<Progress>,
+    ) -> Result<(WorkflowInfo, Vec<Evidence>), BackendError> {
         let info = self.backend.workflow(workflow_id).await?;
         let jobs = self.backend.all_jobs(workflow_id, Some(JobStatus::PendingFailed)).await?;
         // Upstream statuses come from one listing of the workflow, not one request per job.
@@ -89,6 +105,12 @@ impl Engine {
         };
         // Reading tails, scanning and fingerprinting is CPU work: spread it over the cores, in
         // contiguous chunks so the order (by job id) is kept.
+        let total = jobs.len();
+        let step = total.div_ceil(100).max(1);
+        let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        if let Some(p) = &progress {
+            p(0, total);
+        }
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs.len().div_ceil(64)).max(1);
         let chunk_len = jobs.len().div_ceil(workers).max(1);
         let statuses = Arc::new(statuses);
@@ -100,6 +122,7 @@ impl Engine {
                 break;
             }
             let (engine, info, statuses) = (self.clone(), info.clone(), statuses.clone());
+            let (progress, done) = (progress.clone(), done.clone());
             tasks.push(tokio::spawn(async move {
                 let mut out = Vec::with_capacity(chunk.len());
                 for job in chunk {
@@ -109,6 +132,12 @@ impl Engine {
                         .filter_map(|d| statuses.get(d).map(|&status| Upstream { job_id: *d, status }))
                         .collect();
                     out.push(engine.gather(&info, job, upstream).await?);
+                    let now = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                    if let Some(p) = &progress
+                        && (now % step == 0 || now == total)
+                    {
+                        p(now, total);
+                    }
                 }
                 Ok::<_, BackendError>(out)
             }));

@@ -72,6 +72,10 @@ pub struct PlanJob {
     /// Jobs canceled because this one failed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub canceled: Vec<i64>,
+    /// The person who approved this move in their MCP client, when the server asked one.
+    /// A record, never a permission: the move is validated as the proposer's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<super::approval::Approval>,
 }
 
 impl PlanJob {
@@ -112,6 +116,7 @@ impl PlanJob {
             outcome,
             notes: Vec::new(),
             canceled: Vec::new(),
+            approved_by: None,
         }
     }
 }

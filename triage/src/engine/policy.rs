@@ -13,6 +13,7 @@
 //! min_confidence = 0.5             # proposals below need a person
 //! allow_overrides = false          # may a proposal with `override: true` beat the catalog?
 //! agent_only_needs_review = false  # must a person confirm what the catalog has no verdict on?
+//! confirm = "elicit"               # triage-mcp: ask the person before applying (elicit|never|required)
 //!
 //! [resilience]
 //! agent_timeout_secs = 600
@@ -50,7 +51,34 @@ pub struct Policy {
     /// When the catalog has no verdict, an agent's proposal stands alone (`agent_only`); set
     /// this to have a person confirm those too.
     pub agent_only_needs_review: bool,
+    /// Whether `triage-mcp` asks the person, through their MCP client, before it applies what
+    /// an agent classified with `dry_run: false`.
+    pub confirm: Confirm,
     pub resilience: Resilience,
+}
+
+/// When `triage-mcp` asks the person before applying an agent's classifications.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Confirm {
+    /// Ask through MCP elicitation when the client can be asked; apply directly when it cannot.
+    #[default]
+    Elicit,
+    /// Never ask: validation alone decides (how a server without a person behind it runs).
+    Never,
+    /// Always ask; with a client that cannot be asked, apply nothing and write a plan for
+    /// `triage apply`.
+    Required,
+}
+
+impl Confirm {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confirm::Elicit => "elicit",
+            Confirm::Never => "never",
+            Confirm::Required => "required",
+        }
+    }
 }
 
 impl Default for Policy {
@@ -67,6 +95,7 @@ impl Default for Policy {
             min_confidence: 0.5,
             allow_overrides: false,
             agent_only_needs_review: false,
+            confirm: Confirm::Elicit,
             resilience: Resilience::default(),
         }
     }
@@ -137,6 +166,10 @@ mod tests {
         assert_eq!((p.max_retries_failure, p.max_retries_preemption), (3, 100));
         assert_eq!(p.resilience.agent_timeout_secs, 600);
         assert_eq!(p.min_confidence, 0.5);
+        assert_eq!(p.confirm, Confirm::Elicit);
+        assert_eq!(Policy::parse("confirm = \"required\"", "p.toml").unwrap().confirm, Confirm::Required);
+        let e = Policy::parse("confirm = \"maybe\"", "p.toml").unwrap_err().to_string();
+        assert!(e.contains("p.toml") && e.contains("maybe"), "{e}");
     }
 
     #[test]
