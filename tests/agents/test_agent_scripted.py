@@ -221,7 +221,9 @@ def test_slow_agent_is_killed_with_its_whole_process_group(demo, env, side, work
     run = triage_run(demo, env, "--dry-run", "--agent", "command", "--agent-cmd", agent_cmd("slow", side), "--agent-timeout", 8, "--policy", pol)
     assert run.plan is not None, run
     # 8 s: room for the agent (Python and the MCP SDK) to start and list on a loaded machine.
-    assert 16 <= run.elapsed < 45, run
+    # Two timeouts must have passed; the upper bound only says the agent's own sleep (far
+    # longer) was not waited for, and is loose so a loaded CI machine does not trip it.
+    assert 16 <= run.elapsed < 120, run
     # A timeout is transient: retried once (2 attempts), then rules.
     kinds = [(e["kind"], e["subject"]) for e in run.plan["events"]]
     assert kinds[1:] == [("retry", "command"), ("fallback", "command"), ("degraded", "rules")], kinds
