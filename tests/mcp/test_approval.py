@@ -261,3 +261,23 @@ def test_approval_over_a_real_torc_server(tmp_path):
         assert '"approved_by"' in json.dumps(audit[0]) and '"input_required"' in json.dumps(audit[0])
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_approval_over_streamable_http(demo, mode):
+    """The same flow over `--http`: under 2026-07-28 the two rounds are separate HTTP requests,
+    and the server keeps the judged call between them."""
+    from conftest import http_server
+
+    person = Person(tick("Retry job 5"))
+    with http_server(demo) as url:
+        async def go():
+            async with Client(url, mode=mode, elicitation_callback=person,
+                              client_info=types.Implementation(name="http-client", version="1")) as c:
+                return structured(await c.call_tool("classify_and_resolve_failures", CALL))
+        res = run(go())
+    assert len(person.asked) == 1 and res["approval"]["answer"] == "accept"
+    assert {r["job_id"]: r["outcome"] for r in res["results"]} == {5: "applied", 6: "would_apply", 7: "needs_review"}
+    after = jobs(demo)
+    assert (after[5]["status"], after[5]["resources"]["memory"]) == ("ready", "48g")
+    assert after[6]["status"] == "pending_failed"
