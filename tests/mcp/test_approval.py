@@ -281,3 +281,25 @@ def test_approval_over_streamable_http(demo, mode):
     after = jobs(demo)
     assert (after[5]["status"], after[5]["resources"]["memory"]) == ("ready", "48g")
     assert after[6]["status"] == "pending_failed"
+
+
+def test_a_form_too_long_to_read_is_refused_and_changes_nothing(tmp_path):
+    """More distinct moves than one form holds: a tool error that says how to split, no move."""
+    from conftest import synth_store
+
+    store = synth_store(tmp_path, 120, workflow=1)
+    person = Person(tick("Retry"))
+    arguments = {"workflow_id": 1, "classifications": [
+        {"job_id": i, "action": "retry", "reason": f"reason {i}", "confidence": 0.9} for i in range(1, 121)]}
+
+    async def go():
+        async with client(store, mode="legacy", person=person) as c:
+            dry = structured(await c.call_tool("classify_and_resolve_failures", arguments))
+            assert dry["summary"]["would_apply"] > 40, dry["summary"]
+            return await c.call_tool("classify_and_resolve_failures", dict(arguments, dry_run=False))
+
+    before = snapshot(store)
+    r = run(go())
+    assert r.is_error and "at most 40" in text_of(r) and "Nothing changed" in text_of(r)
+    assert person.asked == []
+    assert snapshot(store) == before
