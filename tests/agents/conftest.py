@@ -26,7 +26,7 @@ NPM_AGENTS_BIN = TOOLS / "npm-agents" / "node_modules" / ".bin"
 PYTHON = sys.executable  # the venv with the MCP SDK, for scripted_agent.py
 
 CLI_PACKAGES = {
-    "claude": "@anthropic-ai/claude-code@2.1.197",
+    "claude": "@anthropic-ai/claude-code@2.1.330",
     "copilot": "@github/copilot@1.0.102",
     "codex": "@openai/codex@0.169.0",
     "gemini": "@google/gemini-cli@0.61.0",

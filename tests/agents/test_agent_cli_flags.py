@@ -27,11 +27,13 @@ CLOSED = "http://127.0.0.1:9"  # the discard port: nothing listens there
 
 CASES = {
     # Claude Code: ANTHROPIC_BASE_URL is honoured; CLAUDE_CODE_MAX_RETRIES=0 (default 10 retries, 183 s).
+    # A refused connection reads "API Error: Connection refused ... (ECONNREFUSED)" with
+    # "api_error": "connection_failed" since 2.1.330 (2.1.197 said "Unable to connect to API").
     "claude": {
         "env": {"ANTHROPIC_BASE_URL": CLOSED, "ANTHROPIC_API_KEY": "dummy", "CLAUDE_CODE_MAX_RETRIES": "0"},
         "args": [],
         "attempts": 2,
-        "reached": ("stdout", "Unable to connect to API"),
+        "reached": ("stdout", "Connection refused"),
     },
     # Copilot in BYOK mode, offline (no GitHub auth, telemetry or update checks). It retries a
     # refused connection 5 times over about 25 s with no knob to lower that, so triage makes a

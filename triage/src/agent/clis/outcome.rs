@@ -72,8 +72,9 @@ pub(super) fn json_objects(text: &str) -> Vec<serde_json::Value> {
 
 /// Sort an error text into auth / invalid request / network, or `None` if it says nothing
 /// recognisable. The wording is each CLI's own (see the tests): e.g. Claude Code's
-/// "Unable to connect to API (ConnectionRefused)", Copilot's "Could not connect to local model
-/// provider", Codex's "Connection failed: error sending request", Gemini's "fetch failed".
+/// "Unable to connect to API (ConnectionRefused)" (since 2.1.330 "Connection refused ...
+/// (ECONNREFUSED)"), Copilot's "Could not connect to local model provider", Codex's
+/// "Connection failed: error sending request", Gemini's "fetch failed".
 fn classify_text(text: &str) -> Option<AgentFailure> {
     static STATUS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"\b(?:status|code|http|error)[\s:=\x22]*(\d{3})\b|\b(\d{3}) (?:unauthorized|forbidden|too many requests|bad gateway|service unavailable|overloaded)").expect("valid regex")
@@ -164,16 +165,19 @@ mod tests {
         judge(kind, &finished(tmp.path(), code, stdout, stderr), 60)
     }
 
-    // The outputs below are the real CLIs' (claude-code 2.1.197, copilot 1.0.102, codex 0.169.0,
-    // gemini-cli 0.61.0) when their endpoint is a closed loopback port or they have no credentials.
+    // The outputs below are the real CLIs' (claude-code 2.1.197 and 2.1.330, copilot 1.0.102,
+    // codex 0.169.0, gemini-cli 0.61.0) when their endpoint is a closed loopback port or they have
+    // no credentials.
     #[test]
     fn a_refused_connection_is_a_network_failure_for_every_cli() {
         let claude = r#"{"type":"result","subtype":"success","is_error":true,"api_error_status":null,"duration_ms":1401,"result":"API Error: Unable to connect to API (ConnectionRefused)"}"#;
+        let claude_2_1_330 = r#"{"type":"result","subtype":"success","is_error":true,"num_turns":1,"api_error_status":null,"api_error":"connection_failed","terminal_reason":"api_error","result":"API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)","duration_ms":114}"#;
         let copilot = "{\"type\":\"session.error\",\"data\":{\"errorType\":\"query\",\"message\":\"Could not connect to local model provider at http://127.0.0.1:9.\\n  Check that the service is running and the port is correct.\"}}\n{\"type\":\"result\",\"exitCode\":1}\n";
         let codex = "{\"type\":\"turn.started\"}\n{\"type\":\"error\",\"message\":\"Connection failed: error sending request\"}\n{\"type\":\"turn.failed\",\"error\":{\"message\":\"Connection failed: error sending request\"}}\n";
         let gemini = "Error when talking to Gemini API Full report available at: /tmp/gemini-client-error.json\n    at async Turn.run (file:///x/chunk.js:333001:24)\n{\n  \"session_id\": \"a0ba\",\n  \"error\": {\n    \"type\": \"Error\",\n    \"message\": \"exception TypeError: fetch failed sending request\",\n    \"code\": 1\n  }\n}\n";
         let cases = [
             (AgentKind::Claude, claude, "", "Unable to connect to API"),
+            (AgentKind::Claude, claude_2_1_330, "", "Connection refused"),
             (AgentKind::Copilot, copilot, "", "Could not connect to local model provider"),
             (AgentKind::Codex, codex, "", "Connection failed: error sending request"),
             (AgentKind::Gemini, "", gemini, "fetch failed sending request"),
