@@ -34,6 +34,10 @@ SCENARIOS = [
     "dns-rebinding-protection",
     "http-header-validation",
     "server-stateless",
+    # Resources: listing, the not-found error of 2026-07-28, and the cache hints on lists.
+    "resources-list",
+    "sep-2164-resource-not-found",
+    "caching",
 ]
 # Checks that exercise a diagnostic tool the server must list (`test_missing_capability`,
 # `test_streaming_elicitation`, `test_logging_tool`): a real server does not have them.
