@@ -61,6 +61,9 @@ pub struct FlaggedEntry {
 pub struct HandlerRule {
     pub exit_code: i64,
     pub retries_that_worked: usize,
+    /// Torc's `max_retries` for the rule: enough for the most retries one job needed before
+    /// its retry worked, and no more. Torc's runner retries while the failed attempt's number
+    /// is below `max_retries`, so N retries take `max_retries: N + 1`.
     pub max_retries: u32,
 }
 
@@ -332,7 +335,9 @@ impl Engine {
         min: usize,
     ) -> Result<Vec<HandlerRule>, BackendError> {
         let jobs = self.backend.all_jobs(workflow_id, None).await?;
-        let mut by_code: BTreeMap<i64, (usize, usize)> = BTreeMap::new();
+        // Per exit code: retries that ran, retries that worked, and the most retries any job
+        // needed before it worked (a retry decided on attempt k was the job's k-th).
+        let mut by_code: BTreeMap<i64, (usize, usize, u32)> = BTreeMap::new();
         for d in decisions.iter().filter(|d| d.action == "retry") {
             let code = jobs
                 .iter()
@@ -348,12 +353,17 @@ impl Engine {
             e.0 += 1;
             if d.result == Outcome::Worked {
                 e.1 += 1;
+                e.2 = e.2.max(d.attempt_id.unwrap_or(1));
             }
         }
         Ok(by_code
             .into_iter()
-            .filter(|(code, (ran, worked))| *code != 0 && *ran >= min && ran == worked)
-            .map(|(exit_code, (_, worked))| HandlerRule { exit_code, retries_that_worked: worked, max_retries: 2 })
+            .filter(|(code, (ran, worked, _))| *code != 0 && *ran >= min && ran == worked)
+            .map(|(exit_code, (_, worked, needed))| HandlerRule {
+                exit_code,
+                retries_that_worked: worked,
+                max_retries: needed.max(1) + 1,
+            })
             .collect())
     }
 }
