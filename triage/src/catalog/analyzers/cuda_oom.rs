@@ -6,6 +6,11 @@
 //!
 //! - One allocation larger than the whole device can never succeed on it: permanent (the
 //!   input size, batch size or code must change).
+//! - The job's own tensors already hold nearly the whole device ([`OWN_SHARE`] of its capacity
+//!   or more, as PyTorch reports `allocated by PyTorch` / `already allocated`) and it needs
+//!   more: the job does not fit this GPU, and a rerun grows the same way. Permanent. This is
+//!   not fragmentation (the memory is allocated, not reserved and idle) and not another process
+//!   (the memory is the job's own).
 //! - An allocation smaller than what was reported free failed on fragmentation or a
 //!   concurrent allocation: it may or may not fit on a rerun. Context (unknown), with the
 //!   allocator hint.
@@ -19,6 +24,12 @@ pub(crate) struct CudaOom;
 
 const LARGER: &str = "cuda-oom/larger-than-gpu";
 const FRAGMENTED: &str = "cuda-oom/fits-in-free-memory";
+const OWN_FILL: &str = "cuda-oom/own-tensors-fill-gpu";
+
+/// The share of the GPU's capacity the job's own allocated tensors must hold for
+/// [`OWN_FILL`]. What is left beside them is the CUDA context and the allocator's slack (a few
+/// hundred MiB): the job itself is the one filling the device.
+const OWN_SHARE: f64 = 0.85;
 
 static OUTCOMES: &[Outcome] = &[
     Outcome {
@@ -42,6 +53,18 @@ static OUTCOMES: &[Outcome] = &[
                fragmentation or another process allocating at the same time. A rerun may or may not fit; \
                try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True and check what else shares the GPU.",
     },
+    Outcome {
+        id: OWN_FILL,
+        class: EntryClass::Permanent,
+        category: "gpu_oom",
+        action: SuggestedAction::Fail,
+        strategy: Strategy::Abort,
+        priority: 26,
+        hint: "The job's own tensors already held nearly the whole GPU when it asked for more: the model, \
+               batch or input does not fit this device, and a rerun grows the same way. Reduce the batch or \
+               sequence size, use gradient checkpointing or mixed precision, shard the model, or run on a \
+               larger GPU.",
+    },
 ];
 
 static TRIGGERS: &[&str] = &[r"(?i)\bTried to allocate [\d.]+ ?[KMGTP]i?B\b"];
@@ -49,6 +72,9 @@ static TRIGGERS: &[&str] = &[r"(?i)\bTried to allocate [\d.]+ ?[KMGTP]i?B\b"];
 static REQUEST: Lazy = Lazy::new(|| re(r"(?i)\bTried to allocate ([\d.]+) ?([KMGTP]i?B)\b"));
 static CAPACITY: Lazy =
     Lazy::new(|| re(r"(?i)(?:\btotal capac\w* of ([\d.]+) ?([KMGTP]i?B)\b|\b([\d.]+) ?([KMGTP]i?B) total capacity\b)"));
+static ALLOCATED: Lazy = Lazy::new(|| {
+    re(r"(?i)(?:\b([\d.]+) ?([KMGTP]i?B) is allocated by PyTorch\b|\b([\d.]+) ?([KMGTP]i?B) already allocated\b)")
+});
 static FREE: Lazy =
     Lazy::new(|| re(r"(?i)(?:\bof which ([\d.]+) ?([KMGTP]i?B) (?:is )?free\b|[;,] ([\d.]+) ?([KMGTP]i?B) free\b)"));
 
@@ -78,9 +104,11 @@ impl Analyzer for CudaOom {
         let near = &input.lines[i..input.lines.len().min(i + 3)];
         let capacity = near.iter().find_map(|l| size(&CAPACITY, l));
         let free = near.iter().find_map(|l| size(&FREE, l));
-        let id = match (capacity, free) {
-            (Some(total), _) if request > total => LARGER,
-            (_, Some(free)) if request <= free => FRAGMENTED,
+        let allocated = near.iter().find_map(|l| size(&ALLOCATED, l));
+        let id = match (capacity, free, allocated) {
+            (Some(total), _, _) if request > total => LARGER,
+            (Some(total), _, Some(own)) if own >= OWN_SHARE * total => OWN_FILL,
+            (_, Some(free), _) if request <= free => FRAGMENTED,
             _ => return None,
         };
         Some(Finding { outcome: outcome(OUTCOMES, id), line: i, confirmed_by: None })
@@ -106,6 +134,19 @@ impl Analyzer for CudaOom {
                 exit_code: None,
                 expect: Some(FRAGMENTED),
             },
+            Example {
+                text: "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 90.00 MiB. GPU 0 has a \
+                       total capacity of 8.00 GiB of which 0 bytes is free. Of the allocated memory 7.13 GiB is \
+                       allocated by PyTorch, and 127.09 MiB is reserved by PyTorch but unallocated.",
+                exit_code: Some(1),
+                expect: Some(OWN_FILL),
+            },
+            Example {
+                text: "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 5.80 GiB total \
+                       capacity; 5.20 GiB already allocated; 3.19 MiB free; 5.31 GiB reserved in total)",
+                exit_code: None,
+                expect: Some(OWN_FILL),
+            },
             // Needs more than is free but less than the GPU: the cuda-out-of-memory entry's case.
             Example {
                 text: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.78 GiB. GPU 0 has a total \
@@ -115,7 +156,7 @@ impl Analyzer for CudaOom {
             },
             Example {
                 text: "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 5.80 GiB total \
-                       capacity; 5.60 GiB already allocated; 3.19 MiB free; 5.61 GiB reserved in total)",
+                       capacity; 4.36 GiB already allocated; 6.69 MiB free; 4.63 GiB reserved in total)",
                 exit_code: None,
                 expect: None,
             },
