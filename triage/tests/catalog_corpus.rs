@@ -245,7 +245,7 @@ fn held_out_split_is_stable() {
 /// (own-0600 to own-0970) were scored before any entry was written against them, which is
 /// where the tuning share's drop comes from.
 const TUNING_FLOOR: [f64; 4] = [0.93, 0.98, 0.85, 0.75];
-const HELD_OUT_FLOOR: [f64; 4] = [0.92, 0.95, 0.77, 0.55];
+const HELD_OUT_FLOOR: [f64; 4] = [0.92, 0.95, 0.76, 0.55];
 
 #[test]
 fn builtin_catalog_scores_on_the_own_tuning_share() {
