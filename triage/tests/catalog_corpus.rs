@@ -8,7 +8,7 @@
 //! 2. `tests/data/catalog_probes.jsonl`: tails we wrote ourselves, in the same format, to probe
 //!    phrasings the corpus does not have. Same measures and thresholds.
 //!
-//! 3. `fixtures/corpus/own.jsonl`: 775 labelled real tails from public sources (same format),
+//! 3. `fixtures/corpus/own.jsonl`: 1,019 labelled real tails from public sources (same format),
 //!    split by a stable hash of the case id ([`held_out`]: FNV-1a 64 of the id's UTF-8 bytes,
 //!    `% 100 < 30`, about 30% of the cases) into a *tuning* share and a *held-out* share.
 //!    Entries are written against dev.jsonl, the probes and the tuning share only; nobody
@@ -235,17 +235,20 @@ fn held_out_split_is_stable() {
     // shares and void the held-out score) fails here.
     assert!(!held_out("own-0001"));
     let (tune, held) = own_shares();
-    assert_eq!((tune.len(), held.len()), (516, 259), "own.jsonl changed: update the counts");
+    assert_eq!((tune.len(), held.len()), (680, 339), "own.jsonl changed: update the counts");
 }
 
-/// The floors: the figures measured when own.jsonl last grew (775 cases: 516 tuning, 259 held
+/// The floors: the figures measured when own.jsonl last grew (1,019 cases: 680 tuning, 339 held
 /// out), rounded down to 0.01. **The goal ([`GOAL`]: 0.99 / 0.98 / 0.90 / 0.80) is not met on
-/// either share yet**; the floors keep main green and catch regressions. Raise them as the
-/// catalog improves. The tuning share met the goal at 493 cases; the 282 cases added since
-/// (own-0600 to own-0970) were scored before any entry was written against them, which is
-/// where the tuning share's drop comes from.
-const TUNING_FLOOR: [f64; 4] = [0.93, 0.98, 0.85, 0.75];
-const HELD_OUT_FLOOR: [f64; 4] = [0.92, 0.95, 0.76, 0.55];
+/// either share**; the floors keep main green and catch regressions. Raise them as the catalog
+/// improves. The tuning share met the goal at 493 cases; the 526 cases added since (own-0600 to
+/// own-1321, gathered by people who had not seen the catalog, the last 244 chosen for traps)
+/// were scored before any entry was written against them, and entries were then written for
+/// what generalizes, not for every case: their labels follow each thread's outcome, and where
+/// that outcome is not in the text (a network error that persisted for days, a rate limit the
+/// tool kept tripping) no entry can follow it without guessing.
+const TUNING_FLOOR: [f64; 4] = [0.90, 0.97, 0.81, 0.71];
+const HELD_OUT_FLOOR: [f64; 4] = [0.85, 0.95, 0.70, 0.48];
 
 #[test]
 fn builtin_catalog_scores_on_the_own_tuning_share() {
