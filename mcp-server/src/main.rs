@@ -17,11 +17,18 @@ mod tools;
 use clap::Parser;
 use rmcp::ServiceExt;
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
+    one_malloc_arena();
     let args = args::Args::parse();
     init_logging(args.log_level.as_deref());
-    match run(args).await {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("triage-mcp: error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(args)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("triage-mcp: error: {e:#}");
@@ -51,4 +58,18 @@ fn init_logging(level: Option<&str>) {
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
     };
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).try_init();
+}
+
+/// Keep glibc's allocator to one arena. By default every thread that allocates gets an arena
+/// of its own (up to eight per core), and each keeps the memory it has touched: a server
+/// whose work hops between tokio's worker threads then holds several copies of its
+/// high-water mark. The threads here mostly wait on I/O, so sharing one arena costs nothing
+/// measurable and saves megabytes of resident memory on every listing.
+fn one_malloc_arena() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` only sets an allocator parameter; it runs first in `main`, before
+    // this program starts any thread, and a value glibc does not accept is refused.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
 }
