@@ -74,11 +74,13 @@ pub(crate) fn compile(pattern: &str) -> Result<Regex, regex::Error> {
     RegexBuilder::new(pattern).unicode(false).size_limit(REGEX_SIZE_LIMIT).build()
 }
 
-/// [`compile`] for the scan, which only asks whether a line matches: the same regex (the
-/// configuration `regex::bytes::RegexBuilder` gives it), without capture groups. The
-/// catalog's patterns group alternatives with plain parentheses, and a regex that keeps
-/// captures also builds a one-pass DFA for them (up to hundreds of kilobytes per pattern,
-/// and most of the time a first scan spends compiling) that a yes/no match never uses.
+/// [`compile`] for the scan, which only asks whether one candidate line matches: the same
+/// regex (the configuration `regex::bytes::RegexBuilder` gives it) without what such a
+/// search never uses, and which would make a first scan spend most of its time and memory
+/// compiling: capture groups (the catalog's patterns group alternatives with plain
+/// parentheses, and a regex that keeps captures builds a one-pass DFA for them, up to
+/// hundreds of kilobytes) and literal prefilters (`prefilter.rs` has already found the
+/// pattern's literal on the line).
 fn compile_matcher(pattern: &str) -> Result<meta::Regex, meta::BuildError> {
     meta::Builder::new()
         .configure(
@@ -86,6 +88,7 @@ fn compile_matcher(pattern: &str) -> Result<meta::Regex, meta::BuildError> {
                 .match_kind(regex_automata::MatchKind::LeftmostFirst)
                 .utf8_empty(false)
                 .which_captures(WhichCaptures::None)
+                .auto_prefilter(false)
                 .nfa_size_limit(Some(REGEX_SIZE_LIMIT))
                 .hybrid_cache_capacity(2 << 20),
         )
