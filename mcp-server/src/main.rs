@@ -18,7 +18,7 @@ use clap::Parser;
 use rmcp::ServiceExt;
 
 fn main() -> std::process::ExitCode {
-    one_malloc_arena();
+    limit_malloc_arenas();
     let args = args::Args::parse();
     init_logging(args.log_level.as_deref());
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -60,16 +60,21 @@ fn init_logging(level: Option<&str>) {
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).try_init();
 }
 
-/// Keep glibc's allocator to one arena. By default every thread that allocates gets an arena
-/// of its own (up to eight per core), and each keeps the memory it has touched: a server
-/// whose work hops between tokio's worker threads then holds several copies of its
-/// high-water mark. The threads here mostly wait on I/O, so sharing one arena costs nothing
-/// measurable and saves megabytes of resident memory on every listing.
-fn one_malloc_arena() {
+/// Keep glibc's allocator to one arena per core. By default every thread that allocates may
+/// get an arena of its own (up to eight per core), and each arena keeps the memory it has
+/// touched: a server whose work hops between tokio's worker threads and its blocking-pool
+/// threads (stdio, file reads) then holds several copies of its high-water mark. One arena
+/// per core is what the worker threads need to allocate without waiting on each other
+/// (fewer, and a listing spread over the cores slows down on the arena's lock).
+fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: `mallopt` only sets an allocator parameter; it runs first in `main`, before
-    // this program starts any thread, and a value glibc does not accept is refused.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
+    {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get()).max(2);
+        let arenas = libc::c_int::try_from(cores).unwrap_or(libc::c_int::MAX);
+        // SAFETY: `mallopt` only sets an allocator parameter; it runs first in `main`, before
+        // this program starts any thread, and a value glibc does not accept is refused.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, arenas);
+        }
     }
 }
