@@ -66,9 +66,16 @@ fn init_logging(level: Option<&str>) {
 /// threads (stdio, file reads) then holds several copies of its high-water mark. One arena
 /// per core is what the worker threads need to allocate without waiting on each other
 /// (fewer, and a listing spread over the cores slows down on the arena's lock).
+///
+/// A limit set in the environment (`MALLOC_ARENA_MAX`, or `glibc.malloc.arena_max` in
+/// `GLIBC_TUNABLES`) is left as it is.
 fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
+        let set = |k: &str, needle: &str| std::env::var(k).is_ok_and(|v| v.contains(needle));
+        if set("MALLOC_ARENA_MAX", "") || set("GLIBC_TUNABLES", "arena_max") {
+            return;
+        }
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get()).max(2);
         let arenas = libc::c_int::try_from(cores).unwrap_or(libc::c_int::MAX);
         // SAFETY: `mallopt` only sets an allocator parameter; it runs first in `main`, before
