@@ -39,7 +39,7 @@ static TRIGGERS: &[&str] = &[
 
 static KILL: Lazy = Lazy::new(|| {
     re(
-        r"(?i)(?:(?:^|[\s:])Killed(?:\s*$|\s+\S)|\bsignal 9\b|\bSIGKILL\b|\bexit ?code:? -9\b|\b(?:exit(?:ed with)? (?:code|status)|non-zero exit status|returned a non-zero code:?)\s*:?\s*\(?137\b)",
+        r"(?i)(?:(?:^|[\s:])Killed(?:\s*$|\s+(?u:\S))|\bsignal 9\b|\bSIGKILL\b|\bexit ?code:? -9\b|\b(?:exit(?:ed with)? (?:code|status)|non-zero exit status|returned a non-zero code:?)\s*:?\s*\(?137\b)",
     )
 });
 /// Lines that name a kill or memory but are not evidence of the job's host memory: a launcher
