@@ -100,11 +100,22 @@ static PLURAL: LazyLock<Regex> = LazyLock::new(|| re(r"<n> (?:[\w-]+ )?\w{3,}[^s
 /// );
 /// ```
 pub fn normalize_line(line: &str) -> String {
+    fold_noise(terminal_text(line))
+}
+
+/// Rule 1: the text a terminal would show of a line (escapes, rewrites and block characters
+/// gone), what the other rules ([`fold_noise`]) work on.
+pub(crate) fn terminal_text(line: &str) -> String {
     let line = last_rewrite(line);
     let mut s = if line.contains('\x1b') { strip_ansi_escapes::strip_str(line) } else { line.to_owned() };
     if !s.is_ascii() {
         s.retain(|c| !('\u{2580}'..='\u{259f}').contains(&c));
     }
+    s
+}
+
+/// Rules 2 to 11 on a line's [`terminal_text`].
+pub(crate) fn fold_noise(mut s: String) -> String {
     // Replacements are computed from the matched text alone: resolving capture groups costs
     // more than the whole search on lines this short. A rule that cannot match is not run: on
     // ASCII text (nearly every line) a byte scan rules it out, and the rules that match on most
@@ -231,7 +242,38 @@ pub(crate) fn shape_key(line: &str) -> Option<Vec<u8>> {
     if (0..bytes.len()).any(keyword_at) {
         return None;
     }
-    Some(bytes.iter().map(|&b| if (b'1'..=b'9').contains(&b) { b'1' } else { b }).collect())
+    let mut shape = bytes.to_vec();
+    for b in &mut shape {
+        if (b'1'..=b'9').contains(b) {
+            *b = b'1';
+        }
+    }
+    Some(shape)
+}
+
+/// A key to remember [`fold_noise`] results by, across the lines of many tails, with the
+/// property: two texts with the same key have the same [`fold_noise`]. `text` is a line's
+/// [`terminal_text`]; the key is its bytes with every digit made `1` (so lengths stay), but a
+/// `0` before `x` or `X` (rule 8's `0x` prefix); `None` (remember the text itself) for a text
+/// that is not ASCII, or where rule 10 may keep a number (a kept-number keyword ending at a
+/// word end, wherever it starts): there, a digit's value matters. Every other rule reads
+/// digits only as `\d`, `[0-9]` or a class holding all ten.
+///
+/// Unlike [`shape_key`], which looks at keywords at word starts only (enough within one tail),
+/// it does not rely on a keyword's word start, which earlier rules can move: in
+/// `2024-03-21signal 1`, the timestamp's placeholder leaves `signal` at a word start.
+pub(crate) fn cache_key(text: &str) -> Option<Vec<u8>> {
+    let bytes = text.as_bytes();
+    if !text.is_ascii() || scan::may_keep_a_number(bytes) {
+        return None;
+    }
+    let mut key = bytes.to_vec();
+    for i in 0..key.len() {
+        if key[i].is_ascii_digit() && !(key[i] == b'0' && matches!(key.get(i + 1), Some(b'x' | b'X'))) {
+            key[i] = b'1';
+        }
+    }
+    Some(key)
 }
 
 /// What a terminal would show of a line rewritten with carriage returns: its last non-blank

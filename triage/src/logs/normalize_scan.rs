@@ -70,7 +70,9 @@ fn first(s: &[u8], at: usize, at_pos: impl Fn(&[u8], usize) -> Option<usize>) ->
 pub(super) fn has_month(s: &[u8]) -> bool {
     const MONTHS: [&[u8]; 12] =
         [b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec"];
-    s.windows(3).any(|w| MONTHS.contains(&w))
+    (0..s.len().saturating_sub(2)).any(|i| {
+        matches!(s[i], b'J' | b'F' | b'M' | b'A' | b'S' | b'O' | b'N' | b'D') && MONTHS.contains(&&s[i..i + 3])
+    })
 }
 
 /// The timestamp rule on a line without a month name: its glog, ISO 8601 and bare-time
@@ -230,10 +232,30 @@ pub(super) fn number(s: &[u8], at: usize) -> Option<(usize, usize)> {
 /// signal|sig|errno|status|code|error)\b[\s:=#(]*-?[0-9]+` at `p` (a word start), ASCII
 /// case-insensitive: the keyword's possible ends are tried in the regex's order of preference.
 fn kept_number_at(s: &[u8], p: usize) -> Option<usize> {
-    if !matches!(s[p] | 0x20, b'e' | b'r' | b's' | b'c') {
+    first_keyword_end(s, p, |k| {
+        if !ends_word(s, k) {
+            return None;
+        }
+        let mut j = k;
+        while s.get(j).is_some_and(|&b| space(b) || matches!(b, b':' | b'=' | b'#' | b'(')) {
+            j += 1;
+        }
+        if byte_in(s, j, b"-") {
+            j += 1;
+        }
+        digit(s, j).then(|| digits_end(s, j))
+    })
+}
+
+/// Calls `each` with the ends of the number rule's keywords (`exit code`, `exited with exit
+/// status`, `rc`, `signal`...) that start at `p`, in the regex's order of preference (ASCII
+/// case-insensitive), until it returns something.
+fn first_keyword_end(s: &[u8], p: usize, mut each: impl FnMut(usize) -> Option<usize>) -> Option<usize> {
+    // Every keyword starts with one of these pairs of letters.
+    let pair = (s[p] | 0x20, s.get(p + 1).map_or(0, |b| b | 0x20));
+    if !matches!(pair, (b'e', b'x' | b'r') | (b'r', b'e' | b'c') | (b's', b'i' | b't') | (b'c', b'o')) {
         return None;
     }
-    let mut ends: Vec<usize> = Vec::new();
     if lit(s, p, b"exit") {
         let q = p + 4;
         for ed in [&b"ed"[..], b""] {
@@ -257,8 +279,10 @@ fn kept_number_at(s: &[u8], p: usize) -> Option<usize> {
                         }
                         let q = q + gap.len();
                         for what in [&b"code"[..], b"status"] {
-                            if lit(s, q, what) {
-                                ends.push(q + what.len());
+                            if lit(s, q, what)
+                                && let Some(found) = each(q + what.len())
+                            {
+                                return Some(found);
                             }
                         }
                     }
@@ -279,16 +303,18 @@ fn kept_number_at(s: &[u8], p: usize) -> Option<usize> {
         b"code",
         b"error",
     ];
-    ends.extend(WORDS.iter().filter(|w| lit(s, p, w)).map(|w| p + w.len()));
-    ends.into_iter().filter(|&k| ends_word(s, k)).find_map(|k| {
-        let mut j = k;
-        while s.get(j).is_some_and(|&b| space(b) || matches!(b, b':' | b'=' | b'#' | b'(')) {
-            j += 1;
-        }
-        if byte_in(s, j, b"-") {
-            j += 1;
-        }
-        digit(s, j).then(|| digits_end(s, j))
+    WORDS.iter().filter(|w| lit(s, p, w)).find_map(|w| each(p + w.len()))
+}
+
+/// Whether the number rule may keep a number here: one of its keywords, anywhere (not only at
+/// a word start: earlier rules can put a placeholder before it), ends at a word end. Earlier
+/// rules cannot make a word end after a keyword (every rule's match that starts at a word
+/// character needs a word boundary there), nor join text into a new keyword (what they put in
+/// is a placeholder in `<` and `>`, or text of the line that stays in place).
+pub(super) fn may_keep_a_number(s: &[u8]) -> bool {
+    (0..s.len()).any(|p| {
+        matches!(s[p] | 0x20, b'e' | b'r' | b's' | b'c')
+            && first_keyword_end(s, p, |k| ends_word(s, k).then_some(k)).is_some()
     })
 }
 
