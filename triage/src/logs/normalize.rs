@@ -100,18 +100,22 @@ static PLURAL: LazyLock<Regex> = LazyLock::new(|| re(r"<n> (?:[\w-]+ )?\w{3,}[^s
 /// );
 /// ```
 pub fn normalize_line(line: &str) -> String {
-    fold_noise(terminal_text(line))
+    fold_noise(terminal_text(line).into_owned())
 }
 
 /// Rule 1: the text a terminal would show of a line (escapes, rewrites and block characters
 /// gone), what the other rules ([`fold_noise`]) work on.
-pub(crate) fn terminal_text(line: &str) -> String {
+pub(crate) fn terminal_text(line: &str) -> Cow<'_, str> {
+    // Most lines are plain ASCII text: nothing to do but drop a blank one.
+    if line.bytes().all(|b| b.is_ascii() && !matches!(b, b'\r' | b'\n' | 0x1b)) {
+        return Cow::Borrowed(if line.trim().is_empty() { "" } else { line });
+    }
     let line = last_rewrite(line);
     let mut s = if line.contains('\x1b') { strip_ansi_escapes::strip_str(line) } else { line.to_owned() };
     if !s.is_ascii() {
         s.retain(|c| !('\u{2580}'..='\u{259f}').contains(&c));
     }
-    s
+    Cow::Owned(s)
 }
 
 /// Rules 2 to 11 on a line's [`terminal_text`].
@@ -264,17 +268,44 @@ pub(crate) fn shape_key(line: &str) -> Option<Vec<u8>> {
 /// `2024-03-21signal 1`, the timestamp's placeholder leaves `signal` at a word start.
 pub(crate) fn cache_key(text: &str) -> Option<Vec<u8>> {
     let bytes = text.as_bytes();
-    if !text.is_ascii() || scan::may_keep_a_number(bytes) {
+    if !text.is_ascii() {
+        return None;
+    }
+    let mut in_word = false;
+    for (i, &b) in bytes.iter().enumerate() {
+        let word = WORD_BYTES[usize::from(b)];
+        if in_word && !word && scan::keyword_ends_at(bytes, i) {
+            return None;
+        }
+        in_word = word;
+    }
+    if in_word && scan::keyword_ends_at(bytes, bytes.len()) {
         return None;
     }
     let mut key = bytes.to_vec();
-    for i in 0..key.len() {
-        if key[i].is_ascii_digit() && !(key[i] == b'0' && matches!(key.get(i + 1), Some(b'x' | b'X'))) {
-            key[i] = b'1';
+    for b in &mut key {
+        if b.is_ascii_digit() {
+            *b = b'1';
+        }
+    }
+    for x in memchr::memchr2_iter(b'x', b'X', bytes) {
+        if x > 0 && bytes[x - 1] == b'0' {
+            key[x - 1] = b'0';
         }
     }
     Some(key)
 }
+
+/// The regex word bytes of ASCII: `[A-Za-z0-9_]`.
+static WORD_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = (b as u8).is_ascii_alphanumeric() || b == b'_' as usize;
+        b += 1;
+    }
+    table
+};
 
 /// What a terminal would show of a line rewritten with carriage returns: its last non-blank
 /// part (a CR LF ending is not a rewrite).

@@ -306,16 +306,17 @@ fn first_keyword_end(s: &[u8], p: usize, mut each: impl FnMut(usize) -> Option<u
     WORDS.iter().filter(|w| lit(s, p, w)).find_map(|w| each(p + w.len()))
 }
 
-/// Whether the number rule may keep a number here: one of its keywords, anywhere (not only at
-/// a word start: earlier rules can put a placeholder before it), ends at a word end. Earlier
-/// rules cannot make a word end after a keyword (every rule's match that starts at a word
-/// character needs a word boundary there), nor join text into a new keyword (what they put in
-/// is a placeholder in `<` and `>`, or text of the line that stays in place).
-pub(super) fn may_keep_a_number(s: &[u8]) -> bool {
-    (0..s.len()).any(|p| {
-        matches!(s[p] | 0x20, b'e' | b'r' | b's' | b'c')
-            && first_keyword_end(s, p, |k| ends_word(s, k).then_some(k)).is_some()
-    })
+/// Whether the number rule may keep a number in a text whose word ends at `k` (the text is
+/// `s[..k]`): a word that ends with one of the rule's keywords (`code`, `status`, `rc`, `sig`,
+/// `signal`, `errno`, `error`: every longer keyword, like `exit code`, ends with one of them),
+/// wherever the keyword starts (earlier rules can put a placeholder before it). Earlier rules
+/// cannot make a word end after a keyword (every rule's match that starts at a word character
+/// needs a word boundary there), nor join text into a new keyword (what they put in is a
+/// placeholder in `<` and `>`, or text of the line that stays in place).
+pub(super) fn keyword_ends_at(s: &[u8], k: usize) -> bool {
+    const ENDINGS: [&[u8]; 7] = [b"code", b"status", b"rc", b"sig", b"signal", b"errno", b"error"];
+    matches!(s[k - 1] | 0x20, b'e' | b's' | b'c' | b'g' | b'l' | b'o' | b'r')
+        && ENDINGS.iter().any(|e| k >= e.len() && s[k - e.len()..k].eq_ignore_ascii_case(e))
 }
 
 /// `\b\d+(?:\.\d+)?(?:\s?(?:[kmgtpe]i?b|bytes?)|[kmgt])\b` at `p` (a digit), case-insensitive.

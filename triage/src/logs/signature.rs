@@ -25,6 +25,7 @@
 //! verdict (OOM, time limit, cancellation) first, then an exception, then any error, and a
 //! launcher trailer (`srun: error: … Exited with exit code 1`) only when nothing else is there.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -170,7 +171,8 @@ pub fn fingerprint(tail: &str, exit_code: Option<i64>) -> Fingerprint {
 
 /// The last [`REGION_LINES`] distinct normalized lines, oldest first, without progress bars.
 fn region(tail: &str) -> Vec<String> {
-    let mut seen = HashSet::new();
+    // The region's lines so far (a few: a list beats a hash set).
+    let mut seen: Vec<Rc<str>> = Vec::with_capacity(REGION_LINES);
     // Lines that differ only in digit values normalize alike: skip the normalization of a
     // shape already met (a log's counters and timestamps make most of its lines such repeats).
     // A line with a `cache_key` needs no such skip: a line of its shape has its key, so it
@@ -188,11 +190,11 @@ fn region(tail: &str) -> Vec<String> {
                 continue;
             }
             let Some(line) = folded.get(text, key) else { continue };
-            if seen.contains(line.as_ref()) {
+            if seen.iter().any(|s| Rc::ptr_eq(s, &line) || **s == *line) {
                 continue;
             }
-            seen.insert(line.clone());
             region.push(line.to_string());
+            seen.push(line);
             if region.len() == REGION_LINES {
                 break;
             }
@@ -226,17 +228,17 @@ struct FoldedLines {
 impl FoldedLines {
     /// The normalized line of `text` (a line's [`terminal_text`], `key` its [`cache_key`]);
     /// `None` for a line the region leaves out (empty, a progress bar).
-    fn get(&mut self, text: String, key: Option<Vec<u8>>) -> Option<Rc<str>> {
+    fn get(&mut self, text: Cow<'_, str>, key: Option<Vec<u8>>) -> Option<Rc<str>> {
         let fold = |text: String| {
             let line = fold_noise(text);
             (!(line.is_empty() || PROGRESS.is_match(&line))).then(|| Rc::from(line))
         };
         if text.len() > CACHED_LINE_BYTES {
-            return fold(text);
+            return fold(text.into_owned());
         }
         let cached = match &key {
             Some(key) => self.by_key.get(key),
-            None => self.by_text.get(&text),
+            None => self.by_text.get(text.as_ref()),
         };
         if let Some(folded) = cached {
             return folded.clone();
@@ -247,13 +249,13 @@ impl FoldedLines {
         }
         match key {
             Some(key) => {
-                let folded = fold(text);
+                let folded = fold(text.into_owned());
                 self.by_key.insert(key, folded.clone());
                 folded
             }
             None => {
-                let folded = fold(text.clone());
-                self.by_text.insert(text, folded.clone());
+                let folded = fold(text.to_string());
+                self.by_text.insert(text.into_owned(), folded.clone());
                 folded
             }
         }
