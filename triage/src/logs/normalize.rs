@@ -107,7 +107,7 @@ pub fn normalize_line(line: &str) -> String {
 /// gone), what the other rules ([`fold_noise`]) work on.
 pub(crate) fn terminal_text(line: &str) -> Cow<'_, str> {
     // Most lines are plain ASCII text: nothing to do but drop a blank one.
-    if line.bytes().all(|b| b.is_ascii() && !matches!(b, b'\r' | b'\n' | 0x1b)) {
+    if line.is_ascii() && memchr::memchr3(b'\r', b'\n', 0x1b, line.as_bytes()).is_none() {
         return Cow::Borrowed(if line.trim().is_empty() { "" } else { line });
     }
     let line = last_rewrite(line);
@@ -255,8 +255,10 @@ pub(crate) fn shape_key(line: &str) -> Option<Vec<u8>> {
     Some(shape)
 }
 
-/// A key to remember [`fold_noise`] results by, across the lines of many tails, with the
-/// property: two texts with the same key have the same [`fold_noise`]. `text` is a line's
+/// The key to remember [`fold_noise`] results by, across the lines of many tails, with the
+/// property: two texts with the same key have the same [`fold_noise`]. The signature's cache
+/// computes it in two halves ([`digit_key`], then [`may_keep_a_number`] only for a key it has
+/// not met); this whole form is what the tests check the property on. `text` is a line's
 /// [`terminal_text`]; the key is its bytes with every digit made `1` (so lengths stay), but a
 /// `0` before `x` or `X` (rule 8's `0x` prefix); `None` (remember the text itself) for a text
 /// that is not ASCII, or where rule 10 may keep a number (a kept-number keyword ending at a
@@ -266,20 +268,18 @@ pub(crate) fn shape_key(line: &str) -> Option<Vec<u8>> {
 /// Unlike [`shape_key`], which looks at keywords at word starts only (enough within one tail),
 /// it does not rely on a keyword's word start, which earlier rules can move: in
 /// `2024-03-21signal 1`, the timestamp's placeholder leaves `signal` at a word start.
+#[cfg(test)]
 pub(crate) fn cache_key(text: &str) -> Option<Vec<u8>> {
+    digit_key(text).filter(|key| !may_keep_a_number(key))
+}
+
+/// The first half of the cache key (see `cache_key`): `text`'s bytes with every digit made `1` but the `0` of
+/// `0x`, `None` if it is not ASCII. Whether rule 10 may keep a number ([`may_keep_a_number`])
+/// reads the same on this key as on the text (letters stay, digits stay word characters), so a
+/// key once found good stays good.
+pub(crate) fn digit_key(text: &str) -> Option<Vec<u8>> {
     let bytes = text.as_bytes();
     if !text.is_ascii() {
-        return None;
-    }
-    let mut in_word = false;
-    for (i, &b) in bytes.iter().enumerate() {
-        let word = WORD_BYTES[usize::from(b)];
-        if in_word && !word && scan::keyword_ends_at(bytes, i) {
-            return None;
-        }
-        in_word = word;
-    }
-    if in_word && scan::keyword_ends_at(bytes, bytes.len()) {
         return None;
     }
     let mut key = bytes.to_vec();
@@ -294,6 +294,20 @@ pub(crate) fn cache_key(text: &str) -> Option<Vec<u8>> {
         }
     }
     Some(key)
+}
+
+/// The second half of the cache key (see `cache_key`): whether rule 10 may keep a number in `text`, where a word
+/// ends with one of its keywords.
+pub(crate) fn may_keep_a_number(text: &[u8]) -> bool {
+    let mut in_word = false;
+    for (i, &b) in text.iter().enumerate() {
+        let word = WORD_BYTES[usize::from(b)];
+        if in_word && !word && scan::keyword_ends_at(text, i) {
+            return true;
+        }
+        in_word = word;
+    }
+    in_word && scan::keyword_ends_at(text, text.len())
 }
 
 /// The regex word bytes of ASCII: `[A-Za-z0-9_]`.

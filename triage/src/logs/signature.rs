@@ -37,7 +37,7 @@ use regex::Regex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::normalize::{cache_key, fold_noise, shape_key, terminal_text};
+use super::normalize::{digit_key, fold_noise, may_keep_a_number, shape_key, terminal_text};
 
 /// How many distinct normalized lines, from the end, a signature looks at.
 pub const REGION_LINES: usize = 8;
@@ -182,14 +182,21 @@ fn region(tail: &str) -> Vec<String> {
     FOLDED.with_borrow_mut(|folded| {
         for raw in tail.lines().rev().take(MAX_SCANNED_LINES) {
             let text = terminal_text(raw);
-            let key = if text.len() > CACHED_LINE_BYTES { None } else { cache_key(&text) };
-            if key.is_none()
+            let digits = if text.len() > CACHED_LINE_BYTES { None } else { digit_key(&text) };
+            let known = digits.as_ref().and_then(|key| folded.by_key.get(key).cloned());
+            // Whether the line has a `cache_key`: a known key was checked when it was stored.
+            let keyed = known.is_some() || digits.as_ref().is_some_and(|key| !may_keep_a_number(key));
+            if !keyed
                 && let Some(shape) = shape_key(raw)
                 && !seen_shapes.insert(shape)
             {
                 continue;
             }
-            let Some(line) = folded.get(text, key) else { continue };
+            let folded_line = match known {
+                Some(line) => line,
+                None => folded.fold(text, digits.filter(|_| keyed)),
+            };
+            let Some(line) = folded_line else { continue };
             if seen.iter().any(|s| Rc::ptr_eq(s, &line) || **s == *line) {
                 continue;
             }
@@ -216,9 +223,10 @@ thread_local! {
     static KINDS: RefCell<HashMap<String, Kind>> = RefCell::new(HashMap::new());
 }
 
-/// Normalized lines by the [`cache_key`] of their [`terminal_text`] (texts with one key
-/// normalize alike), or by that text for those without one: the jobs of a workflow print the
-/// same lines with other numbers, tail after tail.
+/// Normalized lines by the cache key ([`digit_key`], checked with [`may_keep_a_number`]) of
+/// their [`terminal_text`] (texts with one key normalize alike), or by that text for those
+/// without one: the jobs of a workflow print the same lines with other numbers, tail after
+/// tail.
 #[derive(Default)]
 struct FoldedLines {
     by_key: HashMap<Vec<u8>, Option<Rc<str>>>,
@@ -226,9 +234,9 @@ struct FoldedLines {
 }
 
 impl FoldedLines {
-    /// The normalized line of `text` (a line's [`terminal_text`], `key` its [`cache_key`]);
-    /// `None` for a line the region leaves out (empty, a progress bar).
-    fn get(&mut self, text: Cow<'_, str>, key: Option<Vec<u8>>) -> Option<Rc<str>> {
+    /// The normalized line of `text` (a line's [`terminal_text`], `key` its `cache_key`), now
+    /// remembered; `None` for a line the region leaves out (empty, a progress bar).
+    fn fold(&mut self, text: Cow<'_, str>, key: Option<Vec<u8>>) -> Option<Rc<str>> {
         let fold = |text: String| {
             let line = fold_noise(text);
             (!(line.is_empty() || PROGRESS.is_match(&line))).then(|| Rc::from(line))
@@ -236,11 +244,9 @@ impl FoldedLines {
         if text.len() > CACHED_LINE_BYTES {
             return fold(text.into_owned());
         }
-        let cached = match &key {
-            Some(key) => self.by_key.get(key),
-            None => self.by_text.get(text.as_ref()),
-        };
-        if let Some(folded) = cached {
+        if key.is_none()
+            && let Some(folded) = self.by_text.get(text.as_ref())
+        {
             return folded.clone();
         }
         if self.by_key.len() + self.by_text.len() >= CACHED_LINES {
