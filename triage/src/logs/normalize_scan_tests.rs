@@ -6,8 +6,11 @@ use regex::Regex;
 use super::super::normalize_reference::{IDS, NUMBER, PLURAL, TIMESTAMP};
 use super::*;
 
+/// A hand-written finder: the first match at or after a position.
+type Finder = fn(&[u8], usize) -> Option<(usize, usize)>;
+
 /// Every match of a finder, as `(start, end)` pairs.
-fn found(s: &str, find: fn(&[u8], usize) -> Option<(usize, usize)>) -> Vec<(usize, usize)> {
+fn found(s: &str, find: Finder) -> Vec<(usize, usize)> {
     let mut spans = Vec::new();
     let mut from = 0;
     while let Some((start, end)) = find(s.as_bytes(), from) {
@@ -24,12 +27,7 @@ fn by_regex(s: &str, rule: &Regex) -> Vec<(usize, usize)> {
 /// Compares `find` with `rule` on `count` generated texts of the given pieces, and returns the
 /// matched texts (so that a test can check that the generator meets each part of the rule).
 #[track_caller]
-fn compare(
-    pieces: &[&str],
-    count: usize,
-    rule: &Regex,
-    find: fn(&[u8], usize) -> Option<(usize, usize)>,
-) -> Vec<String> {
+fn compare(pieces: &[&str], count: usize, rule: &Regex, find: Finder) -> Vec<String> {
     let mut seed = 0x1234_5678_u64;
     let mut matched = Vec::new();
     for i in 0..count {
@@ -238,7 +236,8 @@ fn months_send_timestamps_to_the_regex() {
 #[test]
 fn cheap_checks_never_rule_out_a_match() {
     use super::super::normalize_reference as reference;
-    let checks: [(&Regex, fn(&[u8]) -> bool, &[&str]); 5] = [
+    type Check<'a> = (&'a Regex, fn(&[u8]) -> bool, &'a [&'a str]);
+    let checks: [Check; 5] = [
         (&reference::IPV4, may_have_ipv4, &["1.", "12.", "123.", "1", "1234", ".", ":5", " ", "a"]),
         (&reference::IPV6, may_have_ipv6, &["fe80", ":", "::", "1", "a", "g", " ", "]", "["]),
         (&reference::PATH, may_have_path, &["/", "a", " ", "=", ":", "'", "~", ".", "..", "(", ",", "x1"]),
