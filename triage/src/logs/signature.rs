@@ -16,9 +16,9 @@
 //!    signature is the same across runs, machines and Rust versions) behind a version tag.
 //!
 //! Each thread remembers what the lines it met normalized to (by a key in which digits are
-//! alike, or by the line itself when a digit's value may matter) and the kind of each normalized line, up to
-//! [`CACHED_LINES`] of each: the jobs of a workflow print the same lines with other numbers, so
-//! most lines of a tail were met in an earlier tail. The cache holds results of pure functions
+//! alike, or by the line itself when a digit's value may matter) and the kind of each
+//! normalized line, up to [`CACHED_LINES`] of each: the jobs of a workflow print the same lines
+//! with other numbers, so most lines of a tail were met in an earlier tail. The cache holds results of pure functions
 //! of its keys, so it changes the time a signature takes, never the signature.
 //!
 //! The **summary** (a group's title) is the most telling key line: a resource or scheduler
