@@ -15,6 +15,9 @@ mod backward;
 mod diff;
 mod log_tail;
 mod normalize;
+#[cfg(test)]
+mod normalize_reference;
+mod normalize_scan;
 mod signature;
 mod tail;
 

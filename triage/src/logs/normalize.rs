@@ -34,6 +34,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::normalize_scan as scan;
+
 fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("built-in normalization patterns are valid")
 }
@@ -98,62 +100,100 @@ static PLURAL: LazyLock<Regex> = LazyLock::new(|| re(r"<n> (?:[\w-]+ )?\w{3,}[^s
 /// );
 /// ```
 pub fn normalize_line(line: &str) -> String {
+    fold_noise(terminal_text(line).into_owned())
+}
+
+/// Rule 1: the text a terminal would show of a line (escapes, rewrites and block characters
+/// gone), what the other rules ([`fold_noise`]) work on.
+pub(crate) fn terminal_text(line: &str) -> Cow<'_, str> {
+    // Most lines are plain ASCII text: nothing to do but drop a blank one.
+    if line.is_ascii() && memchr::memchr3(b'\r', b'\n', 0x1b, line.as_bytes()).is_none() {
+        return Cow::Borrowed(if line.trim().is_empty() { "" } else { line });
+    }
     let line = last_rewrite(line);
     let mut s = if line.contains('\x1b') { strip_ansi_escapes::strip_str(line) } else { line.to_owned() };
     if !s.is_ascii() {
         s.retain(|c| !('\u{2580}'..='\u{259f}').contains(&c));
     }
+    Cow::Owned(s)
+}
+
+/// Rules 2 to 11 on a line's [`terminal_text`].
+pub(crate) fn fold_noise(mut s: String) -> String {
     // Replacements are computed from the matched text alone: resolving capture groups costs
-    // more than the whole search on lines this short. A rule that cannot match is not run.
-    s = apply(s, &TIMESTAMP, |_| "<ts>".into());
-    s = apply(s, &QUOTED, |_| "<str>".into());
-    s = apply(s, &URL, |_| "<url>".into());
-    if s.contains('-') {
+    // more than the whole search on lines this short. A rule that cannot match is not run: on
+    // ASCII text (nearly every line) a byte scan rules it out, and the rules that match on most
+    // lines are found by hand-written scans that give the regexes' matches (`normalize_scan`).
+    let ascii = s.is_ascii();
+    let may = |cheap_check: bool| !ascii || cheap_check;
+    s = if ascii && !scan::has_month(s.as_bytes()) {
+        apply_found(s, scan::timestamp, |_| "<ts>".into())
+    } else {
+        apply(s, &TIMESTAMP, |_| "<ts>".into())
+    };
+    if may(memchr::memchr3(b'\'', b'"', b'`', s.as_bytes()).is_some()) {
+        s = apply(s, &QUOTED, |_| "<str>".into());
+    }
+    if may(s.contains("://")) {
+        s = apply(s, &URL, |_| "<url>".into());
+    }
+    if s.contains('-') && may(count(&s, b'-') >= 4) {
         s = apply(s, &UUID, |_| "<uuid>".into());
     }
     let dots = count(&s, b'.');
-    if dots >= 3 {
+    if dots >= 3 && may(scan::may_have_ipv4(s.as_bytes())) {
         s = apply(s, &IPV4, |_| "<ip>".into());
     }
     let colons = count(&s, b':');
-    if colons >= 2 {
+    if colons >= 2 && may(scan::may_have_ipv6(s.as_bytes())) {
         s = apply(s, &IPV6, |m| {
             let digit = m.bytes().any(|b| b.is_ascii_digit());
             let ipv6 = digit && (m.contains("::") || m.matches(':').count() >= 5);
             if ipv6 { "<ip>".into() } else { m.into() }
         });
     }
-    s = apply(s, &PATH, |m| {
-        // The match starts with the character before the path, if there is one.
-        let path_at = usize::from(!m.starts_with(['/', '~', '.']));
-        let base = if m.ends_with('/') { "" } else { m.rsplit('/').next().unwrap_or("") };
-        format!("{}<path>/{base}", &m[..path_at]).into()
-    });
-    if dots >= 2 {
+    if may(scan::may_have_path(s.as_bytes())) {
+        s = apply(s, &PATH, |m| {
+            // The match starts with the character before the path, if there is one.
+            let path_at = usize::from(!m.starts_with(['/', '~', '.']));
+            let base = if m.ends_with('/') { "" } else { m.rsplit('/').next().unwrap_or("") };
+            format!("{}<path>/{base}", &m[..path_at]).into()
+        });
+    }
+    if dots >= 2 && may(scan::may_have_fqdn(s.as_bytes())) {
         s = apply(s, &FQDN, |m| if is_fqdn(m) { "<host>".into() } else { m.into() });
     }
-    s = apply(s, &HOST_AFTER_WORD, |m| {
-        let host_at = m.rfind([' ', '\t', ':', '=']).map_or(0, |i| i + 1);
-        format!("{}<host>", &m[..host_at]).into()
-    });
-    if colons >= 1 {
-        s = apply(s, &HOST_PORT, |m| {
-            let open = if m.starts_with('[') { "[" } else { "" };
-            let colon = m.rfind(':').unwrap_or(0);
-            let inner_close = if m[..colon].ends_with(']') { "]" } else { "" };
-            let outer_close = if m.ends_with(']') { "]" } else { "" };
-            format!("{open}<host>{inner_close}:<n>{outer_close}").into()
+    if may(scan::may_have_host_after_word(s.as_bytes())) {
+        s = apply(s, &HOST_AFTER_WORD, |m| {
+            let host_at = m.rfind([' ', '\t', ':', '=']).map_or(0, |i| i + 1);
+            format!("{}<host>", &m[..host_at]).into()
         });
-        s = apply(s, &HOST_TASK, |m| format!("<host>{}", &m[m.find(':').unwrap_or(0)..]).into());
     }
-    s = apply(s, &HOST_AT, |_| "@<host>".into());
-    s = apply(s, &IDS, |m| {
+    if colons >= 1 {
+        if may(scan::may_have_host_port(s.as_bytes())) {
+            s = apply(s, &HOST_PORT, |m| {
+                let open = if m.starts_with('[') { "[" } else { "" };
+                let colon = m.rfind(':').unwrap_or(0);
+                let inner_close = if m[..colon].ends_with(']') { "]" } else { "" };
+                let outer_close = if m.ends_with(']') { "]" } else { "" };
+                format!("{open}<host>{inner_close}:<n>{outer_close}").into()
+            });
+        }
+        if may(s.contains(": task")) {
+            s = apply(s, &HOST_TASK, |m| format!("<host>{}", &m[m.find(':').unwrap_or(0)..]).into());
+        }
+    }
+    if may(s.contains('@')) {
+        s = apply(s, &HOST_AT, |_| "@<host>".into());
+    }
+    fn id(m: &str) -> Cow<'_, str> {
         let value_at = m
             .rfind([' ', '\t', ':', '=', '#'])
             .map(|i| i + 1)
             .unwrap_or_else(|| m.find(|c: char| !c.is_ascii_alphabetic() && c != '_').unwrap_or(m.len()));
         format!("{}<id>", &m[..value_at]).into()
-    });
+    }
+    s = if ascii { apply_found(s, scan::ids, id) } else { apply(s, &IDS, id) };
     if has_hex_run(&s) {
         s = apply(s, &HEX, |m| {
             let digit = m.bytes().any(|b| b.is_ascii_digit());
@@ -162,8 +202,10 @@ pub fn normalize_line(line: &str) -> String {
             if prefixed || (digit && alpha) { "<hex>".into() } else { m.into() }
         });
     }
-    s = apply(s, &TMP, |_| "<tmp>".into());
-    s = apply(s, &NUMBER, |m| {
+    if may(s.contains("tmp")) {
+        s = apply(s, &TMP, |_| "<tmp>".into());
+    }
+    fn number(m: &str) -> Cow<'_, str> {
         if !m.starts_with(|c: char| c.is_ascii_digit()) {
             m.into() // a number after `exit code` and the like: kept
         } else if m.ends_with(|c: char| c.is_ascii_alphabetic()) {
@@ -171,8 +213,12 @@ pub fn normalize_line(line: &str) -> String {
         } else {
             "<n>".into()
         }
-    });
-    s = apply(s, &PLURAL, |m| m[..m.len() - 1].to_owned().into());
+    }
+    s = if ascii { apply_found(s, scan::number, number) } else { apply(s, &NUMBER, number) };
+    fn singular(m: &str) -> Cow<'_, str> {
+        m[..m.len() - 1].to_owned().into()
+    }
+    s = if ascii { apply_found(s, scan::plural, singular) } else { apply(s, &PLURAL, singular) };
     let mut out = String::with_capacity(s.len());
     for word in s.split_whitespace() {
         if !out.is_empty() {
@@ -200,8 +246,80 @@ pub(crate) fn shape_key(line: &str) -> Option<Vec<u8>> {
     if (0..bytes.len()).any(keyword_at) {
         return None;
     }
-    Some(bytes.iter().map(|&b| if (b'1'..=b'9').contains(&b) { b'1' } else { b }).collect())
+    let mut shape = bytes.to_vec();
+    for b in &mut shape {
+        if (b'1'..=b'9').contains(b) {
+            *b = b'1';
+        }
+    }
+    Some(shape)
 }
+
+/// The key to remember [`fold_noise`] results by, across the lines of many tails, with the
+/// property: two texts with the same key have the same [`fold_noise`]. The signature's cache
+/// computes it in two halves ([`digit_key`], then [`may_keep_a_number`] only for a key it has
+/// not met); this whole form is what the tests check the property on. `text` is a line's
+/// [`terminal_text`]; the key is its bytes with every digit made `1` (so lengths stay), but a
+/// `0` before `x` or `X` (rule 8's `0x` prefix); `None` (remember the text itself) for a text
+/// that is not ASCII, or where rule 10 may keep a number (a kept-number keyword ending at a
+/// word end, wherever it starts): there, a digit's value matters. Every other rule reads
+/// digits only as `\d`, `[0-9]` or a class holding all ten.
+///
+/// Unlike [`shape_key`], which looks at keywords at word starts only (enough within one tail),
+/// it does not rely on a keyword's word start, which earlier rules can move: in
+/// `2024-03-21signal 1`, the timestamp's placeholder leaves `signal` at a word start.
+#[cfg(test)]
+pub(crate) fn cache_key(text: &str) -> Option<Vec<u8>> {
+    digit_key(text).filter(|key| !may_keep_a_number(key))
+}
+
+/// The first half of the cache key (see `cache_key`): `text`'s bytes with every digit made `1` but the `0` of
+/// `0x`, `None` if it is not ASCII. Whether rule 10 may keep a number ([`may_keep_a_number`])
+/// reads the same on this key as on the text (letters stay, digits stay word characters), so a
+/// key once found good stays good.
+pub(crate) fn digit_key(text: &str) -> Option<Vec<u8>> {
+    let bytes = text.as_bytes();
+    if !text.is_ascii() {
+        return None;
+    }
+    let mut key = bytes.to_vec();
+    for b in &mut key {
+        if b.is_ascii_digit() {
+            *b = b'1';
+        }
+    }
+    for x in memchr::memchr2_iter(b'x', b'X', bytes) {
+        if x > 0 && bytes[x - 1] == b'0' {
+            key[x - 1] = b'0';
+        }
+    }
+    Some(key)
+}
+
+/// The second half of the cache key (see `cache_key`): whether rule 10 may keep a number in `text`, where a word
+/// ends with one of its keywords.
+pub(crate) fn may_keep_a_number(text: &[u8]) -> bool {
+    let mut in_word = false;
+    for (i, &b) in text.iter().enumerate() {
+        let word = WORD_BYTES[usize::from(b)];
+        if in_word && !word && scan::keyword_ends_at(text, i) {
+            return true;
+        }
+        in_word = word;
+    }
+    in_word && scan::keyword_ends_at(text, text.len())
+}
+
+/// The regex word bytes of ASCII: `[A-Za-z0-9_]`.
+static WORD_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = (b as u8).is_ascii_alphanumeric() || b == b'_' as usize;
+        b += 1;
+    }
+    table
+};
 
 /// What a terminal would show of a line rewritten with carriage returns: its last non-blank
 /// part (a CR LF ending is not a rewrite).
@@ -263,15 +381,37 @@ fn has_hex_run(s: &str) -> bool {
 
 /// Replaces every match of `rule` in `s` by `replace(matched text)`.
 fn apply(s: String, rule: &Regex, replace: impl Fn(&str) -> Cow<'_, str>) -> String {
-    let mut out = String::new();
-    let mut last = 0;
-    for m in rule.find_iter(&s) {
-        out.push_str(&s[last..m.start()]);
-        out.push_str(&replace(m.as_str()));
-        last = m.end();
+    let spans: Vec<(usize, usize)> = rule.find_iter(&s).map(|m| (m.start(), m.end())).collect();
+    replace_spans(s, spans, replace)
+}
+
+/// [`apply`] with a hand-written finder (`find(bytes, from)`: the first match at or after
+/// `from`) in place of the regex.
+fn apply_found(
+    s: String,
+    find: impl Fn(&[u8], usize) -> Option<(usize, usize)>,
+    replace: impl Fn(&str) -> Cow<'_, str>,
+) -> String {
+    let mut spans = Vec::new();
+    let mut from = 0;
+    while let Some((start, end)) = find(s.as_bytes(), from) {
+        spans.push((start, end));
+        from = end;
     }
-    if last == 0 && out.is_empty() {
+    replace_spans(s, spans, replace)
+}
+
+/// `s` with each of `spans` (in order, not overlapping) replaced by `replace(its text)`.
+fn replace_spans(s: String, spans: Vec<(usize, usize)>, replace: impl Fn(&str) -> Cow<'_, str>) -> String {
+    if spans.is_empty() {
         return s;
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut last = 0;
+    for (start, end) in spans {
+        out.push_str(&s[last..start]);
+        out.push_str(&replace(&s[start..end]));
+        last = end;
     }
     out.push_str(&s[last..]);
     out

@@ -15,12 +15,21 @@
 //! 4. the key lines, joined, are hashed with 64-bit FNV-1a (a fixed, documented algorithm, so a
 //!    signature is the same across runs, machines and Rust versions) behind a version tag.
 //!
+//! Each thread remembers what the lines it met normalized to (by a key in which digits are
+//! alike, or by the line itself when a digit's value may matter) and the kind of each
+//! normalized line, up to [`CACHED_LINES`] of each: the jobs of a workflow print the same lines
+//! with other numbers, so most lines of a tail were met in an earlier tail. The cache holds results of pure functions
+//! of its keys, so it changes the time a signature takes, never the signature.
+//!
 //! The **summary** (a group's title) is the most telling key line: a resource or scheduler
 //! verdict (OOM, time limit, cancellation) first, then an exception, then any error, and a
 //! launcher trailer (`srun: error: … Exited with exit code 1`) only when nothing else is there.
 
-use std::collections::HashSet;
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::rc::Rc;
 use std::str::FromStr;
 use std::sync::LazyLock;
 
@@ -28,7 +37,7 @@ use regex::Regex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::normalize::{normalize_line, shape_key};
+use super::normalize::{digit_key, fold_noise, may_keep_a_number, shape_key, terminal_text};
 
 /// How many distinct normalized lines, from the end, a signature looks at.
 pub const REGION_LINES: usize = 8;
@@ -137,7 +146,7 @@ pub fn signature_summary(tail: &str) -> String {
 /// Signature, summary and key lines in one pass (what grouping needs).
 pub fn fingerprint(tail: &str, exit_code: Option<i64>) -> Fingerprint {
     let region = region(tail);
-    let kinds: Vec<Kind> = region.iter().map(|l| kind(l)).collect();
+    let kinds: Vec<Kind> = region.iter().map(|l| cached_kind(l)).collect();
     let has_key = kinds.iter().any(|&k| k >= Kind::Context);
     let key_lines: Vec<String> =
         region.iter().zip(&kinds).filter(|&(_, &k)| !has_key || k >= Kind::Context).map(|(l, _)| l.clone()).collect();
@@ -162,29 +171,116 @@ pub fn fingerprint(tail: &str, exit_code: Option<i64>) -> Fingerprint {
 
 /// The last [`REGION_LINES`] distinct normalized lines, oldest first, without progress bars.
 fn region(tail: &str) -> Vec<String> {
-    let mut seen = HashSet::new();
+    // The region's lines so far (a few: a list beats a hash set).
+    let mut seen: Vec<Rc<str>> = Vec::with_capacity(REGION_LINES);
     // Lines that differ only in digit values normalize alike: skip the normalization of a
     // shape already met (a log's counters and timestamps make most of its lines such repeats).
+    // A line with a `cache_key` needs no such skip: a line of its shape has its key, so it
+    // would normalize to a line already met, and the per-thread cache answers it anyway.
     let mut seen_shapes = HashSet::new();
     let mut region = Vec::with_capacity(REGION_LINES);
-    for raw in tail.lines().rev().take(MAX_SCANNED_LINES) {
-        if let Some(shape) = shape_key(raw)
-            && !seen_shapes.insert(shape)
-        {
-            continue;
+    FOLDED.with_borrow_mut(|folded| {
+        for raw in tail.lines().rev().take(MAX_SCANNED_LINES) {
+            let text = terminal_text(raw);
+            let digits = if text.len() > CACHED_LINE_BYTES { None } else { digit_key(&text) };
+            let known = digits.as_ref().and_then(|key| folded.by_key.get(key).cloned());
+            // Whether the line has a `cache_key`: a known key was checked when it was stored.
+            let keyed = known.is_some() || digits.as_ref().is_some_and(|key| !may_keep_a_number(key));
+            if !keyed
+                && let Some(shape) = shape_key(raw)
+                && !seen_shapes.insert(shape)
+            {
+                continue;
+            }
+            let folded_line = match known {
+                Some(line) => line,
+                None => folded.fold(text, digits.filter(|_| keyed)),
+            };
+            let Some(line) = folded_line else { continue };
+            if seen.iter().any(|s| Rc::ptr_eq(s, &line) || **s == *line) {
+                continue;
+            }
+            region.push(line.to_string());
+            seen.push(line);
+            if region.len() == REGION_LINES {
+                break;
+            }
         }
-        let line = normalize_line(raw);
-        if line.is_empty() || PROGRESS.is_match(&line) || seen.contains(&line) {
-            continue;
-        }
-        seen.insert(line.clone());
-        region.push(line);
-        if region.len() == REGION_LINES {
-            break;
-        }
-    }
+    });
     region.reverse();
     region
+}
+
+/// At most this many lines (or their keys) and normalized lines are remembered per thread.
+const CACHED_LINES: usize = 8192;
+/// Longer lines are not remembered (a tail's one line can be megabytes long).
+const CACHED_LINE_BYTES: usize = 2048;
+
+thread_local! {
+    /// What lines normalized to, across the tails this thread fingerprinted.
+    static FOLDED: RefCell<FoldedLines> = RefCell::new(FoldedLines::default());
+    /// The kind of normalized lines, across the tails this thread fingerprinted.
+    static KINDS: RefCell<HashMap<String, Kind>> = RefCell::new(HashMap::new());
+}
+
+/// Normalized lines by the cache key ([`digit_key`], checked with [`may_keep_a_number`]) of
+/// their [`terminal_text`] (texts with one key normalize alike), or by that text for those
+/// without one: the jobs of a workflow print the same lines with other numbers, tail after
+/// tail.
+#[derive(Default)]
+struct FoldedLines {
+    by_key: HashMap<Vec<u8>, Option<Rc<str>>>,
+    by_text: HashMap<String, Option<Rc<str>>>,
+}
+
+impl FoldedLines {
+    /// The normalized line of `text` (a line's [`terminal_text`], `key` its `cache_key`), now
+    /// remembered; `None` for a line the region leaves out (empty, a progress bar).
+    fn fold(&mut self, text: Cow<'_, str>, key: Option<Vec<u8>>) -> Option<Rc<str>> {
+        let fold = |text: String| {
+            let line = fold_noise(text);
+            (!(line.is_empty() || PROGRESS.is_match(&line))).then(|| Rc::from(line))
+        };
+        if text.len() > CACHED_LINE_BYTES {
+            return fold(text.into_owned());
+        }
+        if key.is_none()
+            && let Some(folded) = self.by_text.get(text.as_ref())
+        {
+            return folded.clone();
+        }
+        if self.by_key.len() + self.by_text.len() >= CACHED_LINES {
+            self.by_key.clear();
+            self.by_text.clear();
+        }
+        match key {
+            Some(key) => {
+                let folded = fold(text.into_owned());
+                self.by_key.insert(key, folded.clone());
+                folded
+            }
+            None => {
+                let folded = fold(text.to_string());
+                self.by_text.insert(text.into_owned(), folded.clone());
+                folded
+            }
+        }
+    }
+}
+
+/// [`kind`], remembered per thread.
+fn cached_kind(line: &str) -> Kind {
+    KINDS.with_borrow_mut(|kinds| {
+        if let Some(&k) = kinds.get(line) {
+            return k;
+        }
+        let k = kind(line);
+        if kinds.len() >= CACHED_LINES {
+            kinds.clear();
+        }
+        kinds.insert(line.to_owned(), k);
+        k
+    })
 }
 
 /// What a normalized line says about the failure, least telling first. The summary is the last
