@@ -52,7 +52,7 @@ pub async fn run(state: &State, args: HintsArgs) -> Result<rmcp::model::CallTool
             let job = engine.backend.job(wf, job_id).await.map_err(|e| e.to_string())?;
             let attempt_id = job.last_attempt().map(|a| a.attempt_id);
             let ev = engine.evidence(&info, job).await.map_err(|e| e.to_string())?;
-            HintsOut { source: "job".into(), job_id: Some(job_id), attempt_id, catalog_version: engine.catalog.version().into(), hints: ev.hints }
+            HintsOut { source: "job".into(), job_id: Some(job_id), attempt_id, catalog_version: engine.catalog.version().into(), hints: std::sync::Arc::unwrap_or_clone(ev.hints) }
         }
         (None, None, Some(text)) => {
             if text.len() > MAX_TEXT {

@@ -81,7 +81,7 @@ pub(crate) fn compile(pattern: &str) -> Result<Regex, regex::Error> {
 /// parentheses, and a regex that keeps captures builds a one-pass DFA for them, up to
 /// hundreds of kilobytes) and literal prefilters (`prefilter.rs` has already found the
 /// pattern's literal on the line).
-fn compile_matcher(pattern: &str) -> Result<meta::Regex, meta::BuildError> {
+fn compile_matcher(pattern: &str) -> Result<meta::Regex, String> {
     meta::Builder::new()
         .configure(
             meta::Config::new()
@@ -94,6 +94,7 @@ fn compile_matcher(pattern: &str) -> Result<meta::Regex, meta::BuildError> {
         )
         .syntax(syntax::Config::new().unicode(false).utf8(false))
         .build(pattern)
+        .map_err(|e| e.to_string())
 }
 
 /// Every pattern of every entry, and every analyzer trigger, behind one literal prefilter.
@@ -145,7 +146,7 @@ impl Matcher {
             let analysis = prefilter::analyze(&text).map_err(|message| BuildError { pattern: blame, message })?;
             let compiled = OnceLock::new();
             if analysis.may_match_empty {
-                let re = compile_matcher(&text).map_err(|e| BuildError { pattern: blame, message: e.to_string() })?;
+                let re = compile_matcher(&text).map_err(|message| BuildError { pattern: blame, message })?;
                 if let Some(b) = blame
                     && re.is_match(&b""[..])
                 {

@@ -52,7 +52,8 @@ pub struct Evidence {
     /// Why the tail could not be read, if it could not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tail_error: Option<String>,
-    pub hints: Hints,
+    /// Shared, like `tail`, with the evidence cache.
+    pub hints: Arc<Hints>,
     pub signature: Signature,
     /// The normalized line that names the failure (a group title).
     pub summary: String,
@@ -131,7 +132,7 @@ pub async fn gather(
         summary: fp.summary,
         tail,
         tail_error,
-        hints,
+        hints: Arc::new(hints),
         repeat,
         cause,
         retries_used,

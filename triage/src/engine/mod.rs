@@ -75,7 +75,7 @@ impl Counter {
     fn one_done(&self) {
         let now = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         if let Some(p) = &self.progress
-            && (now % self.step == 0 || now == self.total)
+            && (now.is_multiple_of(self.step) || now == self.total)
         {
             p(now, self.total);
         }

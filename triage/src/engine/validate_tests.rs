@@ -37,7 +37,7 @@ fn evidence(tail: &str, exit: i64) -> Evidence {
         scheduler_state: None,
         tail: tail.into(),
         tail_error: None,
-        hints,
+        hints: hints.into(),
         signature: fp.signature,
         summary: fp.summary,
         repeat: None,
