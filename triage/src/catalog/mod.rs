@@ -62,6 +62,7 @@ mod analyzers;
 mod ansi;
 mod entry;
 mod error;
+mod grams;
 mod hints;
 mod load;
 mod prefilter;
@@ -96,7 +97,7 @@ pub struct Catalog {
 struct Inner {
     version: String,
     entries: Vec<Entry>,
-    matcher: Matcher,
+    pub(crate) matcher: Matcher,
 }
 
 /// The embedded catalog, loaded once per process.

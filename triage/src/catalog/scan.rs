@@ -75,7 +75,7 @@ pub(crate) fn compile(pattern: &str) -> Result<Regex, regex::Error> {
 #[derive(Debug, Clone)]
 pub(crate) struct Matcher {
     patterns: Vec<Pattern>,
-    prefilter: Prefilter,
+    pub(crate) prefilter: Prefilter,
     /// Per analyzer of [`analyzers::ALL`], the entry index of its first outcome.
     first_outcome: Vec<usize>,
     /// (entry index, pattern index) of the entry patterns that match an empty line.
@@ -109,7 +109,7 @@ impl Matcher {
                 patterns.push((trigger.to_string(), Owner::Analyzer(a)));
             }
         }
-        let mut literals = Vec::with_capacity(patterns.len());
+        let mut needs = Vec::with_capacity(patterns.len());
         let mut matching_empty = Vec::new();
         let mut built = Vec::with_capacity(patterns.len());
         for (text, owner) in patterns {
@@ -128,10 +128,10 @@ impl Matcher {
                 }
                 let _ = compiled.set(Some(re));
             }
-            literals.push(analysis.literals);
+            needs.push(analysis.need);
             built.push(Pattern { text, owner, compiled });
         }
-        let prefilter = Prefilter::build(&literals).map_err(|message| BuildError { pattern: None, message })?;
+        let prefilter = Prefilter::build(&needs);
         Ok(Matcher {
             patterns: built,
             prefilter,
@@ -163,42 +163,18 @@ impl Matcher {
     /// of the patterns it matches, ascending: the prefilter's candidates, each checked by its
     /// own regex.
     pub(crate) fn line_matches<'t>(&self, text: &'t str) -> Vec<(usize, &'t str, Vec<usize>)> {
-        let bytes = text.as_bytes();
-        // Start offset of every line.
-        let mut starts = vec![0usize];
-        starts.extend(memchr::memchr_iter(b'\n', bytes).map(|i| i + 1));
-        let mut pairs: Vec<(usize, usize)> = Vec::new();
-        let mut line = 0usize;
-        self.prefilter.for_each_hit(bytes, |at, p| {
-            // Hits come in nearly ascending order: walk from the last line found.
-            if starts.get(line).is_none_or(|&s| s > at) {
-                line = 0;
-            }
-            while starts.get(line + 1).is_some_and(|&s| s <= at) {
-                line += 1;
-            }
-            pairs.push((line, p));
-        });
-        let always = self.prefilter.always();
-        if !always.is_empty() {
-            pairs.extend((0..starts.len()).flat_map(|l| always.iter().map(move |&p| (l, p))));
-        }
-        pairs.sort_unstable();
-        pairs.dedup();
         let mut out: Vec<(usize, &str, Vec<usize>)> = Vec::new();
-        for (l, p) in pairs {
-            let (Some(&start), Some(pattern)) = (starts.get(l), self.patterns.get(p)) else { continue };
-            let end = starts.get(l + 1).map_or(bytes.len(), |&next| next - 1);
-            let Some(raw) = text.get(start..end) else { continue };
-            let line = raw.strip_suffix('\r').unwrap_or(raw);
-            if line.is_empty() || !pattern.is_match(line.as_bytes()) {
-                continue;
+        self.prefilter.for_each_line(text, |number, line, candidates| {
+            let mut matched = Vec::new();
+            for &p in candidates {
+                if self.patterns.get(p).is_some_and(|pattern| pattern.is_match(line.as_bytes())) {
+                    matched.push(p);
+                }
             }
-            match out.last_mut() {
-                Some((last, _, ps)) if *last == l => ps.push(p),
-                _ => out.push((l, line, vec![p])),
+            if !matched.is_empty() {
+                out.push((number, line, matched));
             }
-        }
+        });
         out
     }
 
@@ -419,3 +395,45 @@ fn cap_matches(mut listed: Vec<(Candidate, HintMatch)>, best: &Candidate) -> Vec
     }
     listed.into_iter().map(|(_, m)| m).collect()
 }
+
+
+#[cfg(test)]
+impl Matcher {
+    pub(crate) fn experiment(&self, text: &str) {
+        use std::time::Instant;
+        let t = Instant::now();
+        let mut n = 0usize;
+        let mut c = 0usize;
+        for _ in 0..10 {
+            self.prefilter.for_each_line(text, |_, _, ps| {
+                n += 1;
+                c += ps.len()
+            });
+        }
+        eprintln!("prefilter: {:?}, lines {} cands {}", t.elapsed() / 10, n / 10, c / 10);
+        let mut per_pattern = std::collections::HashMap::<usize, (usize, usize)>::new();
+        let mut pairs = Vec::new();
+        self.prefilter.for_each_line(text, |_, line, ps| {
+            for &p in ps {
+                pairs.push((line, p));
+            }
+        });
+        let t = Instant::now();
+        let mut matched = 0;
+        for &(line, p) in &pairs {
+            let ok = self.patterns[p].is_match(line.as_bytes());
+            matched += ok as usize;
+            let e = per_pattern.entry(p).or_default();
+            e.0 += 1;
+            e.1 += ok as usize;
+        }
+        eprintln!("regex calls {} matched {} in {:?}", pairs.len(), matched, t.elapsed());
+        let mut v: Vec<_> = per_pattern.into_iter().collect();
+        v.sort_by_key(|(_, (c, m))| std::cmp::Reverse(c - m));
+        for (p, (c, m)) in v.iter().take(25) {
+            eprintln!("{c:6} {m:6} {}", self.patterns[*p].text);
+        }
+        self.prefilter.stats(text);
+    }
+}
+
