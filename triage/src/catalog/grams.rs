@@ -4,173 +4,160 @@
 //! Why not Aho-Corasick: its automaton takes one transition per byte, each a memory load that
 //! depends on the one before, so a search is bound by load latency; for the catalog's
 //! literals it ran at about 200 MiB/s as an NFA and 330 MiB/s as an 8 MB DFA. Here each
-//! position's next 4 bytes, with the ASCII case bit cleared, are hashed to one bit of a 32 KiB
-//! bitmap that holds the literals' first 4 bytes; the tests of successive positions do not
-//! depend on each other, so the CPU overlaps them. The few positions whose bit is set are
-//! checked against the literals filed under that bitmap word (the same 4 bytes, then the whole
-//! literal, ASCII case ignored). A 3-byte literal is filed under all 128 values its fourth
-//! byte can take once the case bit is cleared.
+//! position's next 8 bytes, with the ASCII case bit cleared, are hashed to one bit of a
+//! bitmap of the literals of 8 bytes or more (by their first 8 bytes), and their first 4 to
+//! one bit of a bitmap of the shorter literals (by their first 4); the tests of successive
+//! positions do not depend on each other, so the CPU overlaps them. The few positions with a
+//! bit set are checked against the literals filed under that bitmap word (the same first bytes,
+//! then the whole literal, ASCII case ignored). A 3-byte literal is filed under all 128 values
+//! its fourth byte can take once the case bit is cleared. Keying the long literals by 8 bytes
+//! matters: common words (`File`, `worker`, `exceeds`) start many of them.
 //!
-//! Nothing is missed: a literal that occurs at a position has the same 4 cleared bytes there
-//! as it was filed under (bytes that are equal ignoring ASCII case differ at most in that
-//! bit), so its bit is set and its entry is checked. The tests compare every occurrence with
+//! Nothing is missed: a literal that occurs at a position has the same cleared bytes there as
+//! it was filed under (bytes that are equal ignoring ASCII case differ at most in that bit), so
+//! its bit is set and its entry is checked. The tests compare every occurrence with
 //! Aho-Corasick's.
 
-/// Bits of the bitmap index (2^18 bits: 32 KiB).
+/// Bits of a bitmap index (2^18 bits: 32 KiB).
 const BITS: u32 = 18;
-/// Words of the bitmap.
+/// Words of a bitmap.
 const WORDS: usize = 1 << (BITS - 6);
-/// Clears the ASCII case bit (0x20) of each of 4 bytes: `a` and `A` become the same.
-const FOLD: u32 = 0xDFDF_DFDF;
+/// Clears the ASCII case bit (0x20) of each of 8 bytes: `a` and `A` become the same.
+const FOLD: u64 = 0xDFDF_DFDF_DFDF_DFDF;
 
-/// The bitmap slot of 4 folded bytes (multiplicative hashing: the top bits mix all input bits).
-fn slot(key: u32) -> usize {
-    (key.wrapping_mul(0x9E37_79B1) >> (32 - BITS)) as usize
+/// The bitmap slot of folded bytes (multiplicative hashing: the top bits mix all input bits).
+fn slot(key: u64) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - BITS)) as usize
 }
 
-/// Clears the ASCII case bit of each of 8 bytes.
-const FOLD8: u64 = 0xDFDF_DFDF_DFDF_DFDF;
-
-/// One literal filed under its first 4 bytes.
+/// One literal filed under its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Entry {
-    /// Its first 8 bytes (as many as it has), folded: a cheap test before the whole literal
-    /// is compared.
+    /// Its first 8 bytes (as many as it has; for a 3-byte literal, with a fourth), folded: a
+    /// cheap test before the whole literal is compared.
     head: u64,
-    /// Which bytes of `head` it has (all of them for a literal of 8 bytes or more).
+    /// Which bytes of `head` it has.
     mask: u64,
     index: u32,
 }
 
-/// The searcher: literals filed by their first 4 bytes.
+/// Literals filed by a key: a bitmap of the keys' slots, and the literals by bitmap word.
+#[derive(Debug, Clone)]
+struct Table {
+    bitmap: Box<[u64; WORDS]>,
+    /// Per bitmap word, where its entries start in `entries` (`WORDS + 1` offsets).
+    starts: Vec<u32>,
+    entries: Vec<Entry>,
+}
+
+impl Table {
+    /// From (key, entry) pairs.
+    fn new(mut filed: Vec<(u64, Entry)>) -> Table {
+        let mut bitmap = Box::new([0u64; WORDS]);
+        let mut by_word: Vec<(usize, Entry)> = filed
+            .drain(..)
+            .map(|(key, e)| {
+                let s = slot(key);
+                bitmap[(s >> 6) & (WORDS - 1)] |= 1 << (s & 63);
+                (s >> 6, e)
+            })
+            .collect();
+        by_word.sort_unstable();
+        by_word.dedup();
+        let mut starts = Vec::with_capacity(WORDS + 1);
+        let mut next = 0usize;
+        for word in 0..=WORDS {
+            while by_word.get(next).is_some_and(|f| f.0 < word) {
+                next += 1;
+            }
+            starts.push(u32::try_from(next).unwrap_or(u32::MAX));
+        }
+        Table { bitmap, starts, entries: by_word.into_iter().map(|(_, e)| e).collect() }
+    }
+
+    /// Whether some literal is filed under the bit of `key`.
+    #[inline(always)]
+    fn is_set(&self, key: u64) -> bool {
+        let s = slot(key);
+        self.bitmap[(s >> 6) & (WORDS - 1)] & (1 << (s & 63)) != 0
+    }
+
+    /// The entries filed under the bitmap word of `key`.
+    fn bucket(&self, key: u64) -> &[Entry] {
+        let word = slot(key) >> 6;
+        match (self.starts.get(word), self.starts.get(word + 1)) {
+            (Some(&from), Some(&to)) => self.entries.get(from as usize..to as usize).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+}
+
+/// The searcher.
 #[derive(Debug, Clone)]
 pub(crate) struct Grams {
-    bitmap: Box<[u64; WORDS]>,
-    /// Per bitmap word, where its entries start in `entries` (`WORDS + 1` offsets): first the
-    /// literals shorter than 8 bytes, then the others, by `head` (for a binary search: a word
-    /// can hold hundreds of literals that start alike, `error: ...`).
-    starts: Vec<u32>,
-    /// Per bitmap word, where its literals of 8 bytes or more start.
-    long: Vec<u32>,
-    entries: Vec<Entry>,
+    /// Literals of 3 to 7 bytes, by their first 4 (folded).
+    short: Table,
+    /// Literals of 8 bytes or more, by their first 8 (folded).
+    long: Table,
     literals: Vec<Vec<u8>>,
-    /// Some literal is 3 bytes long (it may end the text, where no 4 bytes start).
-    has_short: bool,
 }
+
+/// Of 8 folded bytes, the first 4.
+const FIRST_4: u64 = 0xFFFF_FFFF;
 
 impl Grams {
     /// A searcher for `literals`, each at least 3 bytes long (shorter ones are never found).
     pub fn new(literals: &[Vec<u8>]) -> Grams {
-        // (bitmap word, literal is long, entry)
-        let mut filed: Vec<(usize, bool, Entry)> = Vec::new();
-        let mut has_short = false;
+        let mut short = Vec::new();
+        let mut long = Vec::new();
         for (i, lit) in literals.iter().enumerate() {
             let Ok(index) = u32::try_from(i) else { break };
             let (head, mask) = head_of(lit);
-            let mut file = |head: u64| {
-                let key = head as u32;
-                filed.push((slot(key) >> 6, mask == u64::MAX, Entry { head, mask, index }));
-            };
             match lit.len() {
                 0..=2 => {}
                 3 => {
-                    has_short = true;
                     for d in (0..=255u64).filter(|d| d & 0x20 == 0) {
-                        file(head | d << 24);
+                        let head = head | d << 24;
+                        short.push((head & FIRST_4, Entry { head, mask: FIRST_4, index }));
                     }
                 }
-                _ => file(head),
+                4..=7 => short.push((head & FIRST_4, Entry { head, mask, index })),
+                _ => long.push((head, Entry { head, mask, index })),
             }
         }
-        // With a 3-byte literal's fourth byte filled in, its mask covers 4 bytes.
-        for (_, _, e) in &mut filed {
-            e.mask |= 0xFFFF_FFFF;
-        }
-        let mut bitmap = Box::new([0u64; WORDS]);
-        for (_, _, e) in &filed {
-            let s = slot(e.head as u32);
-            bitmap[s >> 6] |= 1 << (s & 63);
-        }
-        filed.sort_unstable();
-        filed.dedup();
-        let mut starts = Vec::with_capacity(WORDS + 1);
-        let mut long = Vec::with_capacity(WORDS);
-        let mut next = 0usize;
-        let offset = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-        for word in 0..=WORDS {
-            while filed.get(next).is_some_and(|f| f.0 < word) {
-                next += 1;
-            }
-            starts.push(offset(next));
-            if word < WORDS {
-                let short = filed.get(next..).map_or(0, |f| f.iter().take_while(|f| f.0 == word && !f.1).count());
-                long.push(offset(next + short));
-            }
-        }
-        let entries = filed.into_iter().map(|(_, _, e)| e).collect();
-        Grams { bitmap, starts, long, entries, literals: literals.to_vec(), has_short }
-    }
-
-    #[cfg(test)]
-    pub fn density(&self) -> f64 {
-        self.bitmap.iter().map(|w| w.count_ones() as f64).sum::<f64>() / (WORDS * 64) as f64
+        Grams { short: Table::new(short), long: Table::new(long), literals: literals.to_vec() }
     }
 
     /// Calls `found(position, literal index)` for every occurrence of every literal in `text`
     /// (ASCII case ignored, overlapping ones too), by ascending position.
     pub fn find(&self, text: &[u8], mut found: impl FnMut(usize, usize)) {
-        // The hot loop: 5 positions per 8-byte load, a bitmap test each; the rare set bits go
-        // to `check`, out of line.
+        // The hot loop: two bitmap tests per position; the rare set bits go to `check`, out
+        // of line.
         let mut at = 0usize;
         while let Some(chunk) = text.get(at..at + 8) {
-            let w = u64::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7]]);
-            for k in 0..5 {
-                let key = (w >> (8 * k)) as u32 & FOLD;
-                if self.is_set(key) {
-                    self.check(text, at + k, key, &mut found);
-                }
-            }
-            at += 5;
-        }
-        while let Some(w) = text.get(at..at + 4) {
-            let key = u32::from_le_bytes([w[0], w[1], w[2], w[3]]) & FOLD;
-            if self.is_set(key) {
-                self.check(text, at, key, &mut found);
+            let head = u64::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7]])
+                & FOLD;
+            let short = self.short.is_set(head & FIRST_4);
+            let long = self.long.is_set(head);
+            if short | long {
+                self.check(text, at, head, short, long, &mut found);
             }
             at += 1;
         }
-        if self.has_short {
-            // The last 3 positions have no 4 bytes: pad with a zero byte (a 3-byte literal is
-            // filed under every fourth byte, zero included).
-            for at in text.len().saturating_sub(3)..text.len() {
-                let mut b = [0u8; 4];
-                for (d, s) in b.iter_mut().zip(&text[at..]) {
-                    *d = *s;
-                }
-                let key = u32::from_le_bytes(b) & FOLD;
-                if self.is_set(key) {
-                    self.check(text, at, key, &mut found);
-                }
+        // The last 7 positions: padded with zero bytes (a 3-byte literal is filed under every
+        // fourth byte, zero included); no literal of 8 bytes fits.
+        for at in at..text.len() {
+            let (head, _) = head_of(text.get(at..).unwrap_or(&[]));
+            if self.short.is_set(head & FIRST_4) {
+                self.check(text, at, head, true, false, &mut found);
             }
         }
     }
 
-    /// Whether some literal is filed under the bit of `key`.
-    #[inline(always)]
-    fn is_set(&self, key: u32) -> bool {
-        let s = slot(key);
-        self.bitmap[(s >> 6) & (WORDS - 1)] & (1 << (s & 63)) != 0
-    }
-
-    /// Reports the literals filed under `key` that occur at `at`.
+    /// Reports the literals filed under `head` (in the short table, the long one or both)
+    /// that occur at `at`.
     #[inline(never)]
-    fn check(&self, text: &[u8], at: usize, key: u32, found: &mut impl FnMut(usize, usize)) {
-        let word = slot(key) >> 6;
-        let (Some(&from), Some(&long), Some(&to)) = (self.starts.get(word), self.long.get(word), self.starts.get(word + 1))
-        else {
-            return;
-        };
-        let (head, _) = head_of(text.get(at..).unwrap_or(&[]));
+    fn check(&self, text: &[u8], at: usize, head: u64, short: bool, long: bool, found: &mut impl FnMut(usize, usize)) {
         let mut report = |e: &Entry| {
             if let Some(lit) = self.literals.get(e.index as usize)
                 && text.get(at..at + lit.len()).is_some_and(|t| t.eq_ignore_ascii_case(lit))
@@ -178,15 +165,11 @@ impl Grams {
                 found(at, e.index as usize);
             }
         };
-        for e in self.entries.get(from as usize..long as usize).unwrap_or(&[]) {
-            if head & e.mask == e.head {
-                report(e);
-            }
+        if short {
+            self.short.bucket(head & FIRST_4).iter().filter(|e| head & e.mask == e.head).for_each(&mut report);
         }
-        let long = self.entries.get(long as usize..to as usize).unwrap_or(&[]);
-        let first = long.partition_point(|e| e.head < head);
-        for e in long.get(first..).unwrap_or(&[]).iter().take_while(|e| e.head == head) {
-            report(e);
+        if long {
+            self.long.bucket(head).iter().filter(|e| e.head == head).for_each(&mut report);
         }
     }
 }
@@ -200,7 +183,7 @@ fn head_of(bytes: &[u8]) -> (u64, u64) {
         *d = *s;
         *m = 0xFF;
     }
-    (u64::from_le_bytes(b) & FOLD8, u64::from_le_bytes(m))
+    (u64::from_le_bytes(b) & FOLD, u64::from_le_bytes(m))
 }
 
 #[cfg(test)]
@@ -272,3 +255,4 @@ mod tests {
         assert_eq!(fast, reference(&lits, &text));
     }
 }
+

@@ -49,6 +49,9 @@ const MAX_SET: usize = 16;
 /// Literals are not cut shorter than this.
 const CUT_LEN: usize = 4;
 
+/// Parts of a concatenation offered together to the prefix extractor.
+const PREFIX_WINDOW: usize = 4;
+
 /// At most this many of the needs of a concatenation are kept (the most specific ones): each
 /// one kept costs a substring search on the lines where the pattern is a candidate.
 const MAX_ALL_OF: usize = 4;
@@ -83,23 +86,21 @@ impl Need {
                 }
             }
         }
-        // A literal set that another one implies adds nothing: `weight` or `loss` is implied
-        // by `weights` or `loss=`.
-        // But a longer literal set is kept for anchors only when it is as specific an anchor.
-        let implied = |a: &Need, flat: &[Need]| {
-            flat.iter().any(|b| match (a, b) {
-                (Need::AnyOf(x), Need::AnyOf(y)) => {
-                    x != y
-                        && y.iter().all(|y| x.iter().any(|x| contains(y, x)))
-                        && b.anchors().as_deref().map(key) >= a.anchors().as_deref().map(key)
-                }
+        // A literal set that another one implies adds nothing (`weight` or `loss` is implied
+        // by `weights` or `loss=`), unless it is the more specific anchor.
+        let keys: Vec<_> = flat.iter().map(Need::anchor_key).collect();
+        let implied = |i: usize| {
+            let Need::AnyOf(x) = &flat[i] else { return false };
+            flat.iter().zip(&keys).any(|(b, kb)| match b {
+                Need::AnyOf(y) => x != y && *kb >= keys[i] && y.iter().all(|y| x.iter().any(|x| contains(y, x))),
                 _ => false,
             })
         };
-        let flat: Vec<Need> = flat.iter().filter(|a| !implied(a, &flat)).cloned().collect();
-        let mut flat = flat;
+        let mut kept: Vec<(Option<Key>, Need)> =
+            (0..flat.len()).filter(|&i| !implied(i)).map(|i| (keys[i], flat[i].clone())).collect();
         // Most specific first (a stable sort: ties keep the pattern's order).
-        flat.sort_by_key(|n| std::cmp::Reverse(n.anchors().as_deref().map(key)));
+        kept.sort_by_key(|(k, _)| std::cmp::Reverse(*k));
+        let mut flat: Vec<Need> = kept.into_iter().map(|(_, n)| n).collect();
         flat.truncate(MAX_ALL_OF);
         match flat.len() {
             0 => Need::Nothing,
@@ -121,7 +122,7 @@ impl Need {
         if flat.iter().all(|n| matches!(n, Need::AnyOf(_))) {
             let lits: Vec<Vec<u8>> =
                 flat.into_iter().flat_map(|n| if let Need::AnyOf(l) = n { l } else { Vec::new() }).collect();
-            return if lits.is_empty() { Need::Nothing } else { Need::AnyOf(minimal(lits)) };
+            return if lits.is_empty() { Need::Nothing } else { Need::AnyOf(cut(&lits)) };
         }
         match flat.len() {
             0 => Need::Nothing,
@@ -135,14 +136,33 @@ impl Need {
     pub fn anchors(&self) -> Option<Vec<Vec<u8>>> {
         match self {
             Need::Nothing => None,
-            Need::AnyOf(lits) => Some(cut(lits)),
-            Need::All(parts) => parts.iter().filter_map(Need::anchors).max_by_key(|a| key(a)),
+            Need::AnyOf(lits) => Some(lits.clone()),
+            Need::All(parts) => parts.iter().max_by_key(|p| p.anchor_key()).and_then(Need::anchors),
             Need::Either(branches) => {
                 let mut union = Vec::new();
                 for b in branches {
                     union.extend(b.anchors()?);
                 }
                 Some(minimal(union))
+            }
+        }
+    }
+
+    /// The [`key`] of [`Need::anchors`], without building them (for "one of", from the
+    /// branches' keys: the shortest literal and the sum of their sizes, at most the union's).
+    fn anchor_key(&self) -> Option<Key> {
+        match self {
+            Need::Nothing => None,
+            Need::AnyOf(lits) => Some(key(lits)),
+            Need::All(parts) => parts.iter().filter_map(Need::anchor_key).max(),
+            Need::Either(branches) => {
+                let (mut shortest, mut count) = (usize::MAX, 0);
+                for b in branches {
+                    let (s, std::cmp::Reverse(c)) = b.anchor_key()?;
+                    shortest = shortest.min(s);
+                    count += c;
+                }
+                Some((shortest, std::cmp::Reverse(count)))
             }
         }
     }
@@ -163,7 +183,9 @@ impl Need {
 /// of alternatives (`access token has expired`, `access token is expired`, ...) becomes a
 /// few literals.
 fn cut(lits: &[Vec<u8>]) -> Vec<Vec<u8>> {
-    let mut set = minimal(lits.to_vec());
+    let mut set = lits.to_vec();
+    set.sort();
+    set.dedup();
     while set.len() > MAX_SET {
         // `set` is sorted: the longest shared start is between neighbours.
         let shared = |a: &[u8], b: &[u8]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
@@ -172,11 +194,13 @@ fn cut(lits: &[Vec<u8>]) -> Vec<Vec<u8>> {
             break;
         }
         let start = set[i][..len].to_vec();
-        set.retain(|l| !l.starts_with(&start));
-        set.push(start);
-        set = minimal(set);
+        // The literals with that start are neighbours, from `i` on (the first is `start` itself
+        // when it is in the set).
+        let end = i + set[i..].iter().take_while(|l| l.starts_with(&start)).count();
+        set.splice(i..end, [start]);
     }
-    set
+    // Checking containment is quadratic: only for sets of the size kept.
+    if set.len() <= 4 * MAX_SET { minimal(set) } else { set }
 }
 
 /// `lits` without repeats and without the literals that contain another one (a line with
@@ -194,14 +218,18 @@ fn minimal(mut lits: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
     kept
 }
 
-/// Whether `needle` occurs in `haystack`.
+/// Whether `needle` occurs in `haystack` (short strings: a plain search beats building a
+/// `memmem` searcher).
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    memmem::find(haystack, needle).is_some()
+    needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
 }
+
+/// How specific a literal set is (greater: more).
+type Key = (usize, std::cmp::Reverse<usize>);
 
 /// How specific a literal set is: its shortest literal's length (up to
 /// [`GOOD_LITERAL_LEN`]: past it, a literal is rare enough), then fewer literals.
-fn key(lits: &[Vec<u8>]) -> (usize, std::cmp::Reverse<usize>) {
+fn key(lits: &[Vec<u8>]) -> Key {
     let shortest = lits.iter().map(Vec::len).min().unwrap_or(0);
     (shortest.min(GOOD_LITERAL_LEN), std::cmp::Reverse(lits.len()))
 }
@@ -235,14 +263,18 @@ fn need_of(hir: &Hir) -> Need {
             if let Some(lits) = usable_seq(&Extractor::new().kind(ExtractKind::Suffix).extract(hir)) {
                 needs.push(Need::AnyOf(lits));
             }
-            // The prefixes of the whole and of each tail that does not start inside a literal:
-            // `code=50[0234]\b` gives `500`, `502`, ... though the whole has no finite suffix.
+            // The prefixes of the whole, and of the few parts from each literal or class that
+            // does not follow a literal: `code=50[0234]\b` gives `500`, `502`, ... though the
+            // whole has no finite suffix.
             let prefixes = Extractor::new();
+            if let Some(lits) = usable_seq(&prefixes.extract(hir)) {
+                needs.push(Need::AnyOf(lits));
+            }
             for (i, part) in parts.iter().enumerate() {
                 let after_literal = i > 0 && matches!(parts[i - 1].kind(), HirKind::Literal(_));
-                if !after_literal && !matches!(part.kind(), HirKind::Look(_)) {
-                    let tail = if i == 0 { hir.clone() } else { Hir::concat(parts[i..].to_vec()) };
-                    if let Some(lits) = usable_seq(&prefixes.extract(&tail)) {
+                if i > 0 && !after_literal && matches!(part.kind(), HirKind::Literal(_) | HirKind::Class(_)) {
+                    let window = Hir::concat(parts.iter().skip(i).take(PREFIX_WINDOW).cloned().collect());
+                    if let Some(lits) = usable_seq(&prefixes.extract(&window)) {
                         needs.push(Need::AnyOf(lits));
                     }
                 }
@@ -267,7 +299,7 @@ fn usable_seq(seq: &Seq) -> Option<Vec<Vec<u8>>> {
         return None;
     }
     let out = lits.iter().map(|l| usable_literal(l.as_bytes())).collect::<Option<Vec<_>>>()?;
-    Some(minimal(out))
+    Some(cut(&out))
 }
 
 /// `hir` with every class that is one ASCII letter in both cases (`[Aa]`) made that letter in
@@ -338,7 +370,7 @@ enum Cond {
 #[derive(Debug, Clone)]
 pub(crate) struct Prefilter {
     /// Finds the anchors, `literals[..anchors]`.
-    grams: Grams,
+    pub(crate) grams: Grams,
     /// Every literal any need names (lowercase), the anchors first.
     literals: Vec<Vec<u8>>,
     anchors: usize,
@@ -651,7 +683,6 @@ impl Prefilter {
         use std::time::Instant;
         let anchors = self.owners.iter().filter(|o| !o.is_empty()).count();
         eprintln!("literals {} anchors {} always {}", self.literals.len(), anchors, self.always.len());
-        eprintln!("bitmap density {}", self.grams.density());
         let t = Instant::now();
         let mut n = 0;
         for _ in 0..10 {
