@@ -41,25 +41,22 @@ struct Entry {
     index: u32,
 }
 
-/// Literals filed by a key: a bitmap of the keys' slots, and the literals by bitmap word.
+/// Literals filed by a key, by the bitmap word of the key's slot.
 #[derive(Debug, Clone)]
 struct Table {
-    bitmap: Box<[u64; WORDS]>,
     /// Per bitmap word, where its entries start in `entries` (`WORDS + 1` offsets).
     starts: Vec<u32>,
     entries: Vec<Entry>,
 }
 
 impl Table {
-    /// From (key, entry) pairs.
-    fn new(mut filed: Vec<(u64, Entry)>) -> Table {
-        let mut bitmap = Box::new([0u64; WORDS]);
+    /// From (key, entry) pairs, setting the keys' bits in `bitmap`.
+    fn new(mut filed: Vec<(u64, Entry)>, bitmap: &mut [u64; WORDS]) -> Table {
         let mut by_word: Vec<(usize, Entry)> = filed
             .drain(..)
             .map(|(key, e)| {
-                let s = slot(key);
-                bitmap[(s >> 6) & (WORDS - 1)] |= 1 << (s & 63);
-                (s >> 6, e)
+                set(bitmap, key);
+                (slot(key) >> 6, e)
             })
             .collect();
         by_word.sort_unstable();
@@ -72,14 +69,7 @@ impl Table {
             }
             starts.push(u32::try_from(next).unwrap_or(u32::MAX));
         }
-        Table { bitmap, starts, entries: by_word.into_iter().map(|(_, e)| e).collect() }
-    }
-
-    /// Whether some literal is filed under the bit of `key`.
-    #[inline(always)]
-    fn is_set(&self, key: u64) -> bool {
-        let s = slot(key);
-        self.bitmap[(s >> 6) & (WORDS - 1)] & (1 << (s & 63)) != 0
+        Table { starts, entries: by_word.into_iter().map(|(_, e)| e).collect() }
     }
 
     /// The entries filed under the bitmap word of `key`.
@@ -95,6 +85,10 @@ impl Table {
 /// The searcher.
 #[derive(Debug, Clone)]
 pub(crate) struct Grams {
+    /// The slots of every literal's first 4 bytes: the test at each position.
+    bitmap: Box<[u64; WORDS]>,
+    /// The slots of the long literals' first 8 bytes: the second test, where the first holds.
+    long_bitmap: Box<[u64; WORDS]>,
     /// Literals of 3 to 7 bytes, by their first 4 (folded).
     short: Table,
     /// Literals of 8 bytes or more, by their first 8 (folded).
@@ -125,7 +119,14 @@ impl Grams {
                 _ => long.push((head, Entry { head, mask, index })),
             }
         }
-        Grams { short: Table::new(short), long: Table::new(long), literals: literals.to_vec() }
+        let mut bitmap = Box::new([0u64; WORDS]);
+        for (key, _) in &long {
+            set(&mut bitmap, key & FIRST_4);
+        }
+        let short = Table::new(short, &mut bitmap);
+        let mut long_bitmap = Box::new([0u64; WORDS]);
+        let long = Table::new(long, &mut long_bitmap);
+        Grams { bitmap, long_bitmap, short, long, literals: literals.to_vec() }
     }
 
     /// Calls `found(position, literal index)` for every occurrence of every literal in `text`
@@ -133,31 +134,32 @@ impl Grams {
     pub fn find(&self, text: &[u8], mut found: impl FnMut(usize, usize)) {
         // The hot loop: two bitmap tests per position; the rare set bits go to `check`, out
         // of line.
+        // The hot loop: 5 positions per 8-byte load, a bitmap test each; the rare set bits
+        // go to `check`, out of line.
         let mut at = 0usize;
         while let Some(chunk) = text.get(at..at + 8) {
-            let head = u64::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7]])
-                & FOLD;
-            let short = self.short.is_set(head & FIRST_4);
-            let long = self.long.is_set(head);
-            if short | long {
-                self.check(text, at, head, short, long, &mut found);
+            let w = u64::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7]]);
+            for k in 0..5 {
+                if is_set(&self.bitmap, (w >> (8 * k)) & FIRST_4 & FOLD) {
+                    self.check(text, at + k, &mut found);
+                }
             }
-            at += 1;
+            at += 5;
         }
-        // The last 7 positions: padded with zero bytes (a 3-byte literal is filed under every
-        // fourth byte, zero included); no literal of 8 bytes fits.
+        // The last positions, one by one (padded with zero bytes: a 3-byte literal is filed
+        // under every fourth byte, zero included).
         for at in at..text.len() {
             let (head, _) = head_of(text.get(at..).unwrap_or(&[]));
-            if self.short.is_set(head & FIRST_4) {
-                self.check(text, at, head, true, false, &mut found);
+            if is_set(&self.bitmap, head & FIRST_4) {
+                self.check(text, at, &mut found);
             }
         }
     }
 
-    /// Reports the literals filed under `head` (in the short table, the long one or both)
-    /// that occur at `at`.
+    /// Reports the literals that occur at `at`, where the first test held.
     #[inline(never)]
-    fn check(&self, text: &[u8], at: usize, head: u64, short: bool, long: bool, found: &mut impl FnMut(usize, usize)) {
+    fn check(&self, text: &[u8], at: usize, found: &mut impl FnMut(usize, usize)) {
+        let (head, _) = head_of(text.get(at..).unwrap_or(&[]));
         let mut report = |e: &Entry| {
             if let Some(lit) = self.literals.get(e.index as usize)
                 && text.get(at..at + lit.len()).is_some_and(|t| t.eq_ignore_ascii_case(lit))
@@ -165,18 +167,32 @@ impl Grams {
                 found(at, e.index as usize);
             }
         };
-        if short {
-            self.short.bucket(head & FIRST_4).iter().filter(|e| head & e.mask == e.head).for_each(&mut report);
-        }
-        if long {
+        self.short.bucket(head & FIRST_4).iter().filter(|e| head & e.mask == e.head).for_each(&mut report);
+        if is_set(&self.long_bitmap, head) {
             self.long.bucket(head).iter().filter(|e| e.head == head).for_each(&mut report);
         }
     }
 }
 
+/// Whether the slot of `key` is set in `bitmap`.
+#[inline(always)]
+fn is_set(bitmap: &[u64; WORDS], key: u64) -> bool {
+    let s = slot(key);
+    bitmap[(s >> 6) & (WORDS - 1)] & (1 << (s & 63)) != 0
+}
+
+/// Sets the slot of `key` in `bitmap`.
+fn set(bitmap: &mut [u64; WORDS], key: u64) {
+    let s = slot(key);
+    bitmap[(s >> 6) & (WORDS - 1)] |= 1 << (s & 63);
+}
+
 /// The first 8 bytes of `bytes` (as many as it has, zeros after), folded, and the mask of the
 /// bytes it has.
 fn head_of(bytes: &[u8]) -> (u64, u64) {
+    if let Some(&[a, b, c, d, e, f, g, h]) = bytes.get(..8) {
+        return (u64::from_le_bytes([a, b, c, d, e, f, g, h]) & FOLD, u64::MAX);
+    }
     let mut b = [0u8; 8];
     let mut m = [0u8; 8];
     for ((d, m), s) in b.iter_mut().zip(m.iter_mut()).zip(bytes) {
