@@ -138,7 +138,8 @@ impl Grams {
         // go to `check`, out of line.
         let mut at = 0usize;
         while let Some(chunk) = text.get(at..at + 8) {
-            let w = u64::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7]]);
+            let w =
+                u64::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7]]);
             for k in 0..5 {
                 if is_set(&self.bitmap, (w >> (8 * k)) & FIRST_4 & FOLD) {
                     self.check(text, at + k, &mut found);
@@ -271,4 +272,3 @@ mod tests {
         assert_eq!(fast, reference(&lits, &text));
     }
 }
-

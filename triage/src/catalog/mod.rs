@@ -97,7 +97,7 @@ pub struct Catalog {
 struct Inner {
     version: String,
     entries: Vec<Entry>,
-    pub(crate) matcher: Matcher,
+    matcher: Matcher,
 }
 
 /// The embedded catalog, loaded once per process.

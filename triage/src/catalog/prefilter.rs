@@ -96,8 +96,9 @@ impl Need {
                 _ => false,
             })
         };
+        let drop: Vec<bool> = (0..flat.len()).map(implied).collect();
         let mut kept: Vec<(Option<Key>, Need)> =
-            (0..flat.len()).filter(|&i| !implied(i)).map(|i| (keys[i], flat[i].clone())).collect();
+            flat.into_iter().zip(keys).zip(drop).filter(|(_, d)| !d).map(|((n, k), _)| (k, n)).collect();
         // Most specific first (a stable sort: ties keep the pattern's order).
         kept.sort_by_key(|(k, _)| std::cmp::Reverse(*k));
         let mut flat: Vec<Need> = kept.into_iter().map(|(_, n)| n).collect();
@@ -168,6 +169,7 @@ impl Need {
     }
 
     /// Every literal this need names, appended to `out`.
+    #[cfg(test)]
     pub fn literals(&self, out: &mut Vec<Vec<u8>>) {
         match self {
             Need::Nothing => {}
@@ -263,8 +265,8 @@ fn need_of(hir: &Hir) -> Need {
             if let Some(lits) = usable_seq(&Extractor::new().kind(ExtractKind::Suffix).extract(hir)) {
                 needs.push(Need::AnyOf(lits));
             }
-            // The prefixes of the whole, and of the few parts from each literal or class that
-            // does not follow a literal: `code=50[0234]\b` gives `500`, `502`, ... though the
+            // The prefixes of the whole, and of the few parts from each short literal or class
+            // that does not follow a literal: `code=50[0234]\b` gives `500`, `502`, ... though the
             // whole has no finite suffix.
             let prefixes = Extractor::new();
             if let Some(lits) = usable_seq(&prefixes.extract(hir)) {
@@ -272,7 +274,14 @@ fn need_of(hir: &Hir) -> Need {
             }
             for (i, part) in parts.iter().enumerate() {
                 let after_literal = i > 0 && matches!(parts[i - 1].kind(), HirKind::Literal(_));
-                if i > 0 && !after_literal && matches!(part.kind(), HirKind::Literal(_) | HirKind::Class(_)) {
+                let next_is_literal = matches!(parts.get(i + 1).map(Hir::kind), Some(HirKind::Literal(_)));
+                // A literal too short to be needed alone, or a class before a literal.
+                let starts_literal = match part.kind() {
+                    HirKind::Literal(l) => l.0.len() < MIN_LITERAL_LEN,
+                    HirKind::Class(_) => next_is_literal,
+                    _ => false,
+                };
+                if i > 0 && !after_literal && starts_literal {
                     let window = Hir::concat(parts.iter().skip(i).take(PREFIX_WINDOW).cloned().collect());
                     if let Some(lits) = usable_seq(&prefixes.extract(&window)) {
                         needs.push(Need::AnyOf(lits));
@@ -370,7 +379,7 @@ enum Cond {
 #[derive(Debug, Clone)]
 pub(crate) struct Prefilter {
     /// Finds the anchors, `literals[..anchors]`.
-    pub(crate) grams: Grams,
+    grams: Grams,
     /// Every literal any need names (lowercase), the anchors first.
     literals: Vec<Vec<u8>>,
     anchors: usize,
@@ -428,7 +437,8 @@ impl Prefilter {
             }
         }
         let grams = Grams::new(literals.get(..anchors).unwrap_or(&[]));
-        let finders = literals.get(anchors..).unwrap_or(&[]).iter().map(|l| memmem::Finder::new(l).into_owned()).collect();
+        let finders =
+            literals.get(anchors..).unwrap_or(&[]).iter().map(|l| memmem::Finder::new(l).into_owned()).collect();
         Prefilter { grams, literals, anchors, finders, owners, conds, always }
     }
 
@@ -597,7 +607,10 @@ mod tests {
     fn every_required_part_is_needed_and_the_most_specific_anchors() {
         let n = need(r"(?i)\b(?:loss|weights?)\b.{0,20}\b(?:is|=)\s*nan\b");
         assert_eq!(n, Need::All(vec![any(&["loss", "weight"]), any(&["nan"])]));
-        assert_eq!(lits(r"(?i)\b(?:loss|weights?)\b.{0,20}\b(?:is|=)\s*nan\b"), Some(vec!["loss".into(), "weight".into()]));
+        assert_eq!(
+            lits(r"(?i)\b(?:loss|weights?)\b.{0,20}\b(?:is|=)\s*nan\b"),
+            Some(vec!["loss".into(), "weight".into()])
+        );
     }
 
     #[test]
@@ -674,42 +687,5 @@ mod tests {
         let mut lines = Vec::new();
         pf.for_each_line(text, |n, _, ps| lines.push((n, ps.to_vec())));
         assert_eq!(lines, vec![(2, vec![0]), (4, vec![1])]);
-    }
-}
-
-#[cfg(test)]
-impl Prefilter {
-    pub(crate) fn stats(&self, text: &str) {
-        use std::time::Instant;
-        let anchors = self.owners.iter().filter(|o| !o.is_empty()).count();
-        eprintln!("literals {} anchors {} always {}", self.literals.len(), anchors, self.always.len());
-        let t = Instant::now();
-        let mut n = 0;
-        for _ in 0..10 {
-            self.grams.find(text.as_bytes(), |_, _| n += 1);
-        }
-        eprintln!("grams.find {:?} hits {}", t.elapsed() / 10, n / 10);
-        let mut counts = vec![0usize; self.literals.len()];
-        self.grams.find(text.as_bytes(), |_, l| counts[l] += 1);
-        let mut v: Vec<_> = counts.iter().enumerate().collect();
-        v.sort_by_key(|x| std::cmp::Reverse(*x.1));
-        for (l, c) in v.iter().take(15) {
-            eprintln!("{c:6} {:?} anchor of {}", String::from_utf8_lossy(&self.literals[*l]), self.owners[*l].len());
-        }
-    }
-}
-
-#[cfg(test)]
-impl Prefilter {
-    pub(crate) fn groups(&self) {
-        let mut m = std::collections::HashMap::<Vec<u8>, Vec<String>>::new();
-        for l in &self.literals[..self.anchors] {
-            m.entry(l[..4.min(l.len())].to_vec()).or_default().push(String::from_utf8_lossy(l).into());
-        }
-        let mut v: Vec<_> = m.into_iter().collect();
-        v.sort_by_key(|x| std::cmp::Reverse(x.1.len()));
-        for (k, ls) in v.iter().take(12) {
-            eprintln!("{} {:?}: {:?}", ls.len(), String::from_utf8_lossy(k), &ls[..ls.len().min(6)]);
-        }
     }
 }

@@ -75,7 +75,7 @@ pub(crate) fn compile(pattern: &str) -> Result<Regex, regex::Error> {
 #[derive(Debug, Clone)]
 pub(crate) struct Matcher {
     patterns: Vec<Pattern>,
-    pub(crate) prefilter: Prefilter,
+    prefilter: Prefilter,
     /// Per analyzer of [`analyzers::ALL`], the entry index of its first outcome.
     first_outcome: Vec<usize>,
     /// (entry index, pattern index) of the entry patterns that match an empty line.
@@ -395,45 +395,3 @@ fn cap_matches(mut listed: Vec<(Candidate, HintMatch)>, best: &Candidate) -> Vec
     }
     listed.into_iter().map(|(_, m)| m).collect()
 }
-
-
-#[cfg(test)]
-impl Matcher {
-    pub(crate) fn experiment(&self, text: &str) {
-        use std::time::Instant;
-        let t = Instant::now();
-        let mut n = 0usize;
-        let mut c = 0usize;
-        for _ in 0..10 {
-            self.prefilter.for_each_line(text, |_, _, ps| {
-                n += 1;
-                c += ps.len()
-            });
-        }
-        eprintln!("prefilter: {:?}, lines {} cands {}", t.elapsed() / 10, n / 10, c / 10);
-        let mut per_pattern = std::collections::HashMap::<usize, (usize, usize)>::new();
-        let mut pairs = Vec::new();
-        self.prefilter.for_each_line(text, |_, line, ps| {
-            for &p in ps {
-                pairs.push((line, p));
-            }
-        });
-        let t = Instant::now();
-        let mut matched = 0;
-        for &(line, p) in &pairs {
-            let ok = self.patterns[p].is_match(line.as_bytes());
-            matched += ok as usize;
-            let e = per_pattern.entry(p).or_default();
-            e.0 += 1;
-            e.1 += ok as usize;
-        }
-        eprintln!("regex calls {} matched {} in {:?}", pairs.len(), matched, t.elapsed());
-        let mut v: Vec<_> = per_pattern.into_iter().collect();
-        v.sort_by_key(|(_, (c, m))| std::cmp::Reverse(c - m));
-        for (p, (c, m)) in v.iter().take(25) {
-            eprintln!("{c:6} {m:6} {}", self.patterns[*p].text);
-        }
-        self.prefilter.stats(text);
-    }
-}
-
