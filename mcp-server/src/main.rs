@@ -17,11 +17,18 @@ mod tools;
 use clap::Parser;
 use rmcp::ServiceExt;
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
+    limit_malloc_arenas();
     let args = args::Args::parse();
     init_logging(args.log_level.as_deref());
-    match run(args).await {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("triage-mcp: error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(args)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("triage-mcp: error: {e:#}");
@@ -51,4 +58,30 @@ fn init_logging(level: Option<&str>) {
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
     };
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).try_init();
+}
+
+/// Keep glibc's allocator to one arena per core. By default every thread that allocates may
+/// get an arena of its own (up to eight per core), and each arena keeps the memory it has
+/// touched: a server whose work hops between tokio's worker threads and its blocking-pool
+/// threads (stdio, file reads) then holds several copies of its high-water mark. One arena
+/// per core is what the worker threads need to allocate without waiting on each other
+/// (fewer, and a listing spread over the cores slows down on the arena's lock).
+///
+/// A limit set in the environment (`MALLOC_ARENA_MAX`, or `glibc.malloc.arena_max` in
+/// `GLIBC_TUNABLES`) is left as it is.
+fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let set = |k: &str, needle: &str| std::env::var(k).is_ok_and(|v| v.contains(needle));
+        if set("MALLOC_ARENA_MAX", "") || set("GLIBC_TUNABLES", "arena_max") {
+            return;
+        }
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get()).max(2);
+        let arenas = libc::c_int::try_from(cores).unwrap_or(libc::c_int::MAX);
+        // SAFETY: `mallopt` only sets an allocator parameter; it runs first in `main`, before
+        // this program starts any thread, and a value glibc does not accept is refused.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, arenas);
+        }
+    }
 }

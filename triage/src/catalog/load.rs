@@ -66,8 +66,10 @@ impl Merger {
         self.versions.push(version);
 
         let mut seen: HashMap<String, usize> = HashMap::new();
+        // Where each line ends, once: counting from the top for every entry is quadratic.
+        let newlines: Vec<usize> = memchr::memchr_iter(b'\n', text.as_bytes()).collect();
         for spanned in raw.entry {
-            let (line, _) = line_col(text, spanned.span().start);
+            let line = newlines.partition_point(|&n| n < spanned.span().start) + 1;
             let raw_entry = spanned.into_inner();
             let id = raw_entry.id.trim().to_string();
             let origin = Origin { file: file.to_path_buf(), line, id: id.clone() };

@@ -18,6 +18,9 @@
 use std::sync::OnceLock;
 
 use regex::bytes::{Regex, RegexBuilder};
+use regex_automata::meta;
+use regex_automata::nfa::thompson::WhichCaptures;
+use regex_automata::util::syntax;
 
 use super::analyzers::{self, Input, MAX_WOKEN_LINES};
 use super::ansi::strip_ansi;
@@ -38,18 +41,18 @@ enum Owner {
     Analyzer(usize),
 }
 
-/// One pattern: its text, whose it is, and its regex, compiled when a scan first needs it.
+/// One pattern: its text, whose it is, and its matcher, compiled when a scan first needs it.
 #[derive(Debug, Clone)]
 struct Pattern {
     text: String,
     owner: Owner,
-    compiled: OnceLock<Option<Regex>>,
+    compiled: OnceLock<Option<meta::Regex>>,
 }
 
 impl Pattern {
-    fn regex(&self) -> Option<&Regex> {
+    fn regex(&self) -> Option<&meta::Regex> {
         self.compiled
-            .get_or_init(|| match compile(&self.text) {
+            .get_or_init(|| match compile_matcher(&self.text) {
                 Ok(re) => Some(re),
                 Err(e) => {
                     // Not reached for a checked catalog: user patterns are compiled at load
@@ -69,6 +72,28 @@ impl Pattern {
 /// One pattern alone, with the scan's semantics (bytes, Unicode off).
 pub(crate) fn compile(pattern: &str) -> Result<Regex, regex::Error> {
     RegexBuilder::new(pattern).unicode(false).size_limit(REGEX_SIZE_LIMIT).build()
+}
+
+/// [`compile`] for the scan, which only asks whether one candidate line matches: the same
+/// regex (the configuration `regex::bytes::RegexBuilder` gives it) without what such a
+/// search never uses, and which would make a first scan spend most of its time and memory
+/// compiling: capture groups (the catalog's patterns group alternatives with plain
+/// parentheses, and a regex that keeps captures builds a one-pass DFA for them, up to
+/// hundreds of kilobytes) and literal prefilters (`prefilter.rs` has already found the
+/// pattern's literal on the line).
+fn compile_matcher(pattern: &str) -> Result<meta::Regex, meta::BuildError> {
+    meta::Builder::new()
+        .configure(
+            meta::Config::new()
+                .match_kind(regex_automata::MatchKind::LeftmostFirst)
+                .utf8_empty(false)
+                .which_captures(WhichCaptures::None)
+                .auto_prefilter(false)
+                .nfa_size_limit(Some(REGEX_SIZE_LIMIT))
+                .hybrid_cache_capacity(2 << 20),
+        )
+        .syntax(syntax::Config::new().unicode(false).utf8(false))
+        .build(pattern)
 }
 
 /// Every pattern of every entry, and every analyzer trigger, behind one literal prefilter.
@@ -120,9 +145,9 @@ impl Matcher {
             let analysis = prefilter::analyze(&text).map_err(|message| BuildError { pattern: blame, message })?;
             let compiled = OnceLock::new();
             if analysis.may_match_empty {
-                let re = compile(&text).map_err(|e| BuildError { pattern: blame, message: e.to_string() })?;
+                let re = compile_matcher(&text).map_err(|e| BuildError { pattern: blame, message: e.to_string() })?;
                 if let Some(b) = blame
-                    && re.is_match(b"")
+                    && re.is_match(&b""[..])
                 {
                     matching_empty.push(b);
                 }

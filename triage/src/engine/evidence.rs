@@ -4,6 +4,8 @@
 //! check), one catalog scan, one signature. Both surfaces show this to the agent or person,
 //! and validation decides on it, so what is shown is what is checked.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -44,8 +46,9 @@ pub struct Evidence {
     pub run_id: u32,
     pub return_code: Option<i64>,
     pub scheduler_state: Option<SchedulerState>,
-    /// The end of the latest attempt's stderr (untrusted text).
-    pub tail: String,
+    /// The end of the latest attempt's stderr (untrusted text). Shared, not copied, by the
+    /// engine's evidence cache and every clone: a listing holds one copy per job.
+    pub tail: Arc<str>,
     /// Why the tail could not be read, if it could not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tail_error: Option<String>,
@@ -101,10 +104,10 @@ pub async fn gather(
     let lines = TailSize::Lines(tail_lines);
     let (tail, tail_error) = match &latest {
         Some(a) => match read_tail(backend, workflow_id, job.id, Some(a.attempt_id), LogStream::Stderr, lines).await {
-            Ok(t) => (t.text, None),
-            Err(e) => (String::new(), Some(e.to_string())),
+            Ok(t) => (Arc::from(t.text), None),
+            Err(e) => (Arc::from(""), Some(e.to_string())),
         },
-        None => (String::new(), Some(format!("job {} has no finished attempt on record", job.id))),
+        None => (Arc::from(""), Some(format!("job {} has no finished attempt on record", job.id))),
     };
     let hints = catalog.scan(&tail, &scan_context(latest.as_ref()));
     let previous = previous_attempt(&job, latest.as_ref());

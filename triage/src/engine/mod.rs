@@ -56,6 +56,32 @@ pub type Progress = Arc<dyn Fn(usize, usize) + Send + Sync>;
 /// Stderr lines read per job by default (as in Torc).
 pub const DEFAULT_TAIL_LINES: usize = 50;
 
+/// Jobs per thread below which [`Engine::pending`] does not spread the work. Each thread that
+/// scans builds its own caches for every regex it runs (2 to 3 MB for the catalog and the
+/// signature rules) and may need an allocator arena: about a tenth of what the evidence of
+/// 2,048 jobs holds, and a listing that small takes a few tenths of a second on one core.
+const MIN_JOBS_PER_THREAD: usize = 2048;
+
+/// How far a gathering is, shared by its tasks, and whom to tell.
+struct Counter {
+    progress: Option<Progress>,
+    done: std::sync::atomic::AtomicUsize,
+    step: usize,
+    total: usize,
+}
+
+impl Counter {
+    /// One more job done; tell `progress` every `step` jobs and at the end.
+    fn one_done(&self) {
+        let now = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        if let Some(p) = &self.progress
+            && (now % self.step == 0 || now == self.total)
+        {
+            p(now, self.total);
+        }
+    }
+}
+
 /// What to do with a proposal that passes validation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -104,16 +130,24 @@ impl Engine {
             HashMap::new()
         };
         // Reading tails, scanning and fingerprinting is CPU work: spread it over the cores, in
-        // contiguous chunks so the order (by job id) is kept.
+        // contiguous chunks so the order (by job id) is kept. Only a listing big enough to
+        // repay it is split: every thread that scans builds its own caches for each regex it
+        // uses, so a small listing runs on this task alone.
         let total = jobs.len();
         let step = total.div_ceil(100).max(1);
-        let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         if let Some(p) = &progress {
             p(0, total);
         }
-        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs.len().div_ceil(64)).max(1);
-        let chunk_len = jobs.len().div_ceil(workers).max(1);
+        let workers =
+            std::thread::available_parallelism().map_or(1, |n| n.get()).min(total.div_ceil(MIN_JOBS_PER_THREAD)).max(1);
+        let chunk_len = total.div_ceil(workers).max(1);
         let statuses = Arc::new(statuses);
+        let counter = Counter { progress, done: Default::default(), step, total };
+        if workers == 1 {
+            let out = self.gather_chunk(&info, &statuses, jobs, &counter).await?;
+            return Ok((info, out));
+        }
+        let counter = Arc::new(counter);
         let mut tasks = Vec::with_capacity(workers);
         let mut jobs = jobs.into_iter();
         loop {
@@ -121,33 +155,36 @@ impl Engine {
             if chunk.is_empty() {
                 break;
             }
-            let (engine, info, statuses) = (self.clone(), info.clone(), statuses.clone());
-            let (progress, done) = (progress.clone(), done.clone());
-            tasks.push(tokio::spawn(async move {
-                let mut out = Vec::with_capacity(chunk.len());
-                for job in chunk {
-                    let upstream = job
-                        .depends_on
-                        .iter()
-                        .filter_map(|d| statuses.get(d).map(|&status| Upstream { job_id: *d, status }))
-                        .collect();
-                    out.push(engine.gather(&info, job, upstream).await?);
-                    let now = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                    if let Some(p) = &progress
-                        && (now % step == 0 || now == total)
-                    {
-                        p(now, total);
-                    }
-                }
-                Ok::<_, BackendError>(out)
-            }));
+            let (engine, info, statuses, counter) = (self.clone(), info.clone(), statuses.clone(), counter.clone());
+            tasks.push(tokio::spawn(async move { engine.gather_chunk(&info, &statuses, chunk, &counter).await }));
         }
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(total);
         for t in tasks {
             let part = t.await.map_err(|e| BackendError::Internal(format!("evidence task failed: {e}")))??;
             out.extend(part);
         }
         Ok((info, out))
+    }
+
+    /// The evidence for `chunk`, in order, counting each job done on `counter`.
+    async fn gather_chunk(
+        &self,
+        info: &WorkflowInfo,
+        statuses: &HashMap<i64, JobStatus>,
+        chunk: Vec<Job>,
+        counter: &Counter,
+    ) -> Result<Vec<Evidence>, BackendError> {
+        let mut out = Vec::with_capacity(chunk.len());
+        for job in chunk {
+            let upstream = job
+                .depends_on
+                .iter()
+                .filter_map(|d| statuses.get(d).map(|&status| Upstream { job_id: *d, status }))
+                .collect();
+            out.push(self.gather(info, job, upstream).await?);
+            counter.one_done();
+        }
+        Ok(out)
     }
 
     /// Resolve the moves an interrupted earlier process left half done (a crash, a server

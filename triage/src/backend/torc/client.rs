@@ -246,7 +246,8 @@ impl Client {
             let resp = req.send().await.map_err(Failure::Transport)?;
             let status = resp.status().as_u16();
             let bytes = resp.bytes().await.map_err(Failure::Transport)?;
-            let answer = Answer { status, body: bytes.to_vec(), url: url.clone() };
+            // Without a copy where `bytes` owns its buffer alone (a listing's body is megabytes).
+            let answer = Answer { status, body: Vec::from(bytes), url: url.clone() };
             if Fault::transient_status(status) {
                 return Err(Failure::Server(answer));
             }

@@ -6,6 +6,13 @@
 //!
 //! - One allocation larger than the whole device can never succeed on it: permanent (the
 //!   input size, batch size or code must change).
+//! - The job alone fills the device: PyTorch's newer message says how much memory *this
+//!   process* has in use, names no other process, that use is nearly all of the memory in use
+//!   ([`OWN_SHARE`]), the device is nearly full, and the memory PyTorch holds idle (reserved
+//!   but unallocated) is smaller than the request. Then no other job is sharing the GPU and it
+//!   is not fragmentation: the job does not fit this GPU, and a rerun grows the same way.
+//!   Permanent. Without the per-process figure (older messages) another process may have held
+//!   the rest, and the `cuda-out-of-memory` entry's unknown stands.
 //! - An allocation smaller than what was reported free failed on fragmentation or a
 //!   concurrent allocation: it may or may not fit on a rerun. Context (unknown), with the
 //!   allocator hint.
@@ -19,6 +26,12 @@ pub(crate) struct CudaOom;
 
 const LARGER: &str = "cuda-oom/larger-than-gpu";
 const FRAGMENTED: &str = "cuda-oom/fits-in-free-memory";
+const OWN_FILL: &str = "cuda-oom/own-tensors-fill-gpu";
+
+/// For [`OWN_FILL`]: the share of the memory in use that must be this process's, and the share
+/// of the capacity that must be in use.
+const OWN_SHARE: f64 = 0.95;
+const FULL_SHARE: f64 = 0.90;
 
 static OUTCOMES: &[Outcome] = &[
     Outcome {
@@ -42,6 +55,19 @@ static OUTCOMES: &[Outcome] = &[
                fragmentation or another process allocating at the same time. A rerun may or may not fit; \
                try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True and check what else shares the GPU.",
     },
+    Outcome {
+        id: OWN_FILL,
+        class: EntryClass::Permanent,
+        category: "gpu_oom",
+        action: SuggestedAction::Fail,
+        strategy: Strategy::Abort,
+        priority: 26,
+        hint: "The job alone had filled the GPU (no other process named, little memory reserved idle) when \
+               it asked for more: the model, batch or input does not fit this device, and a rerun grows the \
+               same way. Reduce the batch or \
+               sequence size, use gradient checkpointing or mixed precision, shard the model, or run on a \
+               larger GPU.",
+    },
 ];
 
 static TRIGGERS: &[&str] = &[r"(?i)\bTried to allocate [\d.]+ ?[KMGTP]i?B\b"];
@@ -49,6 +75,9 @@ static TRIGGERS: &[&str] = &[r"(?i)\bTried to allocate [\d.]+ ?[KMGTP]i?B\b"];
 static REQUEST: Lazy = Lazy::new(|| re(r"(?i)\bTried to allocate ([\d.]+) ?([KMGTP]i?B)\b"));
 static CAPACITY: Lazy =
     Lazy::new(|| re(r"(?i)(?:\btotal capac\w* of ([\d.]+) ?([KMGTP]i?B)\b|\b([\d.]+) ?([KMGTP]i?B) total capacity\b)"));
+static THIS_PROCESS: Lazy = Lazy::new(|| re(r"(?i)\bthis process has ([\d.]+) ?([KMGTP]i?B) memory in use\b"));
+static OTHER_PROCESS: Lazy = Lazy::new(|| re(r"(?i)\bProcess \d+ has [\d.]+ ?[KMGTP]i?B memory in use\b"));
+static IDLE: Lazy = Lazy::new(|| re(r"(?i)\b([\d.]+) ?([KMGTP]i?B) is reserved by PyTorch but unallocated\b"));
 static FREE: Lazy =
     Lazy::new(|| re(r"(?i)(?:\bof which ([\d.]+) ?([KMGTP]i?B) (?:is )?free\b|[;,] ([\d.]+) ?([KMGTP]i?B) free\b)"));
 
@@ -60,6 +89,17 @@ fn size(re: &regex::Regex, line: &str) -> Option<f64> {
         _ => (c.get(3)?, c.get(4)?),
     };
     bytes(n.as_str(), u.as_str())
+}
+
+/// Whether the message shows this process alone filling the device (see the module docs).
+fn fills_alone(near: &[&str], total: f64, free: f64, request: f64) -> bool {
+    let used = total - free;
+    let Some(own) = near.iter().find_map(|l| size(&THIS_PROCESS, l)) else { return false };
+    let idle = near.iter().find_map(|l| size(&IDLE, l)).unwrap_or(0.0);
+    !near.iter().any(|l| OTHER_PROCESS.is_match(l))
+        && used >= FULL_SHARE * total
+        && own >= OWN_SHARE * used
+        && idle < request
 }
 
 impl Analyzer for CudaOom {
@@ -80,6 +120,7 @@ impl Analyzer for CudaOom {
         let free = near.iter().find_map(|l| size(&FREE, l));
         let id = match (capacity, free) {
             (Some(total), _) if request > total => LARGER,
+            (Some(total), Some(free)) if fills_alone(near, total, free, request) => OWN_FILL,
             (_, Some(free)) if request <= free => FRAGMENTED,
             _ => return None,
         };
@@ -105,6 +146,30 @@ impl Analyzer for CudaOom {
                        already allocated; 3.03 GiB free; 1.24 GiB reserved in total by PyTorch)",
                 exit_code: None,
                 expect: Some(FRAGMENTED),
+            },
+            Example {
+                text: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB. GPU 0 has a total \
+                       capacity of 23.65 GiB of which 21.06 MiB is free. Including non-PyTorch memory, this process \
+                       has 23.61 GiB memory in use. Of the allocated memory 22.95 GiB is allocated by PyTorch, and \
+                       30.40 MiB is reserved by PyTorch but unallocated.",
+                exit_code: Some(1),
+                expect: Some(OWN_FILL),
+            },
+            // Another process holds part of the GPU: it may be gone next time.
+            Example {
+                text: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB. GPU 0 has a total \
+                       capacity of 23.65 GiB of which 21.06 MiB is free. Process 4242 has 6.00 GiB memory in use. \
+                       Including non-PyTorch memory, this process has 17.61 GiB memory in use.",
+                exit_code: Some(1),
+                expect: None,
+            },
+            // Older messages do not say whose the rest is.
+            Example {
+                text: "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 90.00 MiB. GPU 0 has a \
+                       total capacity of 8.00 GiB of which 0 bytes is free. Of the allocated memory 7.13 GiB is \
+                       allocated by PyTorch, and 127.09 MiB is reserved by PyTorch but unallocated.",
+                exit_code: Some(1),
+                expect: None,
             },
             // Needs more than is free but less than the GPU: the cuda-out-of-memory entry's case.
             Example {

@@ -24,7 +24,7 @@
 
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex::{Regex, RegexBuilder};
 
 use super::entry::Entry;
 use super::hints::ScanContext;
@@ -154,8 +154,13 @@ pub(crate) fn bytes(number: &str, unit: &str) -> Option<f64> {
 }
 
 /// Compile a regex written in this crate (a bad one is a bug the tests catch at once).
+///
+/// Classes are ASCII (`\d`, `\w`, `\s`, `\b`, `(?i)`), as in the catalog's patterns that wake
+/// the analyzers: Unicode-aware classes make each regex many times larger, and the first scan
+/// that wakes an analyzer pays for building it (a Unicode `\b` alone adds a one-pass DFA of
+/// hundreds of kilobytes). A part that must be Unicode-aware says so with `(?u:...)`.
 pub(crate) fn re(pattern: &str) -> Regex {
-    Regex::new(pattern).unwrap_or_else(|e| panic!("analyzer regex {pattern:?}: {e}"))
+    RegexBuilder::new(pattern).unicode(false).build().unwrap_or_else(|e| panic!("analyzer regex {pattern:?}: {e}"))
 }
 
 /// Lazily compiled regexes of one analyzer.

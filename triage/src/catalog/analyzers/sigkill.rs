@@ -39,13 +39,18 @@ static TRIGGERS: &[&str] = &[
 
 static KILL: Lazy = Lazy::new(|| {
     re(
-        r"(?i)(?:(?:^|[\s:])Killed(?:\s*$|\s+\S)|\bsignal 9\b|\bSIGKILL\b|\bexit ?code:? -9\b|\b(?:exit(?:ed with)? (?:code|status)|non-zero exit status|returned a non-zero code:?)\s*:?\s*\(?137\b)",
+        r"(?i)(?:(?:^|[\s:])Killed(?:\s*$|\s+(?u:\S))|\bsignal 9\b|\bSIGKILL\b|\bexit ?code:? -9\b|\b(?:exit(?:ed with)? (?:code|status)|non-zero exit status|returned a non-zero code:?)\s*:?\s*\(?137\b)",
     )
 });
 /// Lines that name a kill or memory but are not evidence of the job's host memory: a launcher
-/// killing the surviving ranks, GPU memory (its own entries weigh it).
-static NOT_EVIDENCE: Lazy =
-    Lazy::new(|| re(r"(?i)\bclosing signal\b|\b(?:CUDA|GPU|HIP|cudaMalloc|CUBLAS|cuDNN|device memory)\b"));
+/// killing the surviving ranks, GPU memory (its own entries weigh it), and shared memory
+/// (`/dev/shm` is a size fixed by the container or the node, not the job's memory request; a
+/// worker "killed by signal: Bus error" for lack of it is not a SIGKILL either).
+static NOT_EVIDENCE: Lazy = Lazy::new(|| {
+    re(
+        r"(?i)\bclosing signal\b|\b(?:CUDA|GPU|HIP|cudaMalloc|CUBLAS|cuDNN|device memory)\b|\bshared memory\b|/dev/shm\b|\bBus error\b",
+    )
+});
 static MEMORY_WORDS: Lazy = Lazy::new(|| {
     re(
         r"(?i)\b(?:out of memory|oom|memory limit|memory cgroup|Cannot allocate memory|MemoryError|limited without swap|exceed\w* (?:its |the )?memory|low on memory|insufficient memory)\b",
@@ -87,6 +92,14 @@ impl Analyzer for SigKill {
 
     fn examples(&self) -> &'static [Example] {
         &[
+            // Shared memory is not the job's memory request, and a bus error is not a SIGKILL.
+            Example {
+                text: "RuntimeError: DataLoader worker (pid 3216) is killed by signal: Bus error. It is possible \
+                       that dataloader's workers are out of shared memory. Please try to raise your shared memory \
+                       limit.",
+                exit_code: None,
+                expect: None,
+            },
             Example {
                 text: "Command exit status:\n  137\nCommand error:\n  WARNING: Your kernel does not support swap \
                        limit capabilities or the cgroup is not mounted. Memory limited without swap.",
