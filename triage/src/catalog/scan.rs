@@ -80,8 +80,8 @@ pub(crate) fn compile(pattern: &str) -> Result<Regex, regex::Error> {
 /// compiling: capture groups (the catalog's patterns group alternatives with plain
 /// parentheses, and a regex that keeps captures builds a one-pass DFA for them, up to
 /// hundreds of kilobytes) and literal prefilters (`prefilter.rs` has already found the
-/// pattern's literal on the line).
-fn compile_matcher(pattern: &str) -> Result<meta::Regex, meta::BuildError> {
+/// pattern's literals on the line). The error is boxed: it is large and rare.
+fn compile_matcher(pattern: &str) -> Result<meta::Regex, Box<meta::BuildError>> {
     meta::Builder::new()
         .configure(
             meta::Config::new()
@@ -94,6 +94,7 @@ fn compile_matcher(pattern: &str) -> Result<meta::Regex, meta::BuildError> {
         )
         .syntax(syntax::Config::new().unicode(false).utf8(false))
         .build(pattern)
+        .map_err(Box::new)
 }
 
 /// Every pattern of every entry, and every analyzer trigger, behind one literal prefilter.
