@@ -26,7 +26,9 @@ static ANSI_RE: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(ANSI).ok()
 
 /// `text` without ANSI escape sequences; borrowed when there were none.
 pub fn strip_ansi(text: &str) -> Cow<'_, str> {
-    if !text.contains(['\x1b', '\u{9b}']) {
+    // memchr's vector search: `str::contains` with a set of chars decodes every char.
+    let bytes = text.as_bytes();
+    if memchr::memchr(0x1b, bytes).is_none() && memchr::memmem::find(bytes, "\u{9b}".as_bytes()).is_none() {
         return Cow::Borrowed(text);
     }
     match ANSI_RE.as_ref() {

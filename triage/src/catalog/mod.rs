@@ -62,6 +62,7 @@ mod analyzers;
 mod ansi;
 mod entry;
 mod error;
+mod grams;
 mod hints;
 mod load;
 mod prefilter;

@@ -2,121 +2,313 @@
 //!
 //! Why: one lazy DFA for a few hundred patterns at once (a `RegexSet`) spends most of its time
 //! building and evicting states, and scans well under 100 MiB/s; most lines of a tail match
-//! nothing. Nearly every catalog pattern contains some literal text that any match must
-//! contain (`Connection reset`, `oom-kill`, `NCCL`). This module finds such literals with
-//! `regex-syntax`'s own literal extractor, so one Aho-Corasick pass over the whole tail
-//! (ASCII case-insensitive, overlapping) names the few (line, pattern) pairs worth a regex;
-//! the scan then runs each of those patterns' own small regex on its line. A pattern without
-//! a usable literal is *always* a candidate, on every line: the prefilter only ever removes
-//! pairs that cannot match, so the matches are exactly the plain per-line `RegexSet`'s (a test
-//! compares both on every corpus file).
+//! nothing. Nearly every catalog pattern contains literal text that any match must contain
+//! (`Connection reset`, `oom-kill`, `NCCL`). This module works out, per pattern, *what a line
+//! must contain* for the pattern to match it (a [`Need`]: literals, all of some, one of
+//! others), searches the whole tail once for one literal set per pattern (its *anchors*, the
+//! most specific set it needs; `grams.rs` finds them all in one pass), and on each line where
+//! an anchor occurs checks the rest of the pattern's need (the other literals it needs, found
+//! with `memchr::memmem` on the lowercased line) before the scan runs the pattern's own
+//! regex. A pattern without a usable literal is a candidate on every line. The prefilter only
+//! ever removes (line, pattern) pairs that cannot match, so the matches are exactly the plain
+//! per-line `RegexSet`'s (a test compares both on every corpus file).
 //!
-//! How literals are found, per pattern (parsed exactly as it is compiled: bytes, Unicode off):
+//! How a need is found, per pattern (parsed exactly as it is compiled: bytes, Unicode off):
 //! 1. ASCII case folding is undone (`(?i)` turns `a` into the class `[Aa]`, which would make a
 //!    12-letter word 4,096 literals): such classes become the lowercase letter, since the
 //!    search ignores ASCII case anyway;
-//! 2. every sub-expression that any match must contain (the whole, the parts of a
-//!    concatenation, the body of a group or of a repetition of at least one) is offered to the
-//!    extractor, for prefixes and for suffixes, and an alternation also gives the union of its
-//!    branches' own best answers (so `\b403\b.{0,3}Forbidden|status[:=]403\b` is found by
-//!    `forbidden` or `status`); a finite set of literals of at least 3 bytes, none with a line
-//!    break, is a usable answer;
-//! 3. the best answer is kept: the longest shortest literal (fewer false candidates) up to 8
-//!    bytes, then the fewest literals.
+//! 2. a literal of at least 3 bytes, without a line break, is needed as such; a concatenation
+//!    needs all its parts' needs and also what `regex-syntax`'s literal extractor finds for
+//!    it as a whole (prefixes and suffixes that cross its parts, as `oom-kill` and `oom_kill`
+//!    for `oom[-_]kill`); an alternation needs one of its branches' needs; a group or a
+//!    repetition of at least one needs its body's; anything else (a class, a look-around, an
+//!    optional part) needs nothing;
+//! 3. the anchors are the best literal set the need implies: for "all of", the set with the
+//!    longest shortest literal (up to 8 bytes), then the fewest literals; for "one of", the
+//!    union of each branch's anchors. So `\b(?:loss|weights?)\b.{0,20}=\s*nan\b` is anchored
+//!    on `loss` and `weight` and then needs `nan` on the same line, and
+//!    `\b403\b.{0,3}\bForbidden\b|status[:=]403\b` is anchored on `forbidden` and `status`.
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use memchr::memmem;
 use regex_syntax::ParserBuilder;
 use regex_syntax::hir::literal::{ExtractKind, Extractor, Seq};
 use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, HirKind, Repetition};
+
+use super::grams::Grams;
 
 /// A pattern's literals must be at least this long to be used (shorter ones hit nearly every
 /// line, and running the pattern on every line is then cheaper than the bookkeeping).
 const MIN_LITERAL_LEN: usize = 3;
 
 /// Literals this long are specific enough: fewer of them then beat longer ones.
-const GOOD_LITERAL_LEN: usize = 6;
+const GOOD_LITERAL_LEN: usize = 8;
+
+/// A larger literal set is cut (see [`cut`]) to about this many literals.
+const MAX_SET: usize = 16;
+
+/// Literals are not cut shorter than this.
+const CUT_LEN: usize = 4;
+
+/// Parts of a concatenation offered together to the prefix extractor.
+const PREFIX_WINDOW: usize = 4;
+
+/// At most this many of the needs of a concatenation are kept (the most specific ones): each
+/// one kept costs a substring search on the lines where the pattern is a candidate.
+const MAX_ALL_OF: usize = 4;
+
+/// What a line must contain (ASCII case ignored) for a pattern to match it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Need {
+    /// Nothing known: every line may match.
+    Nothing,
+    /// One of these literals (lowercase, at least [`MIN_LITERAL_LEN`] bytes, no line break).
+    AnyOf(Vec<Vec<u8>>),
+    /// Every one of these (none of them `Nothing`).
+    All(Vec<Need>),
+    /// At least one of these (none of them `Nothing`).
+    Either(Vec<Need>),
+}
+
+impl Need {
+    /// `parts` all needed: flattened, without `Nothing` or repeats, the most specific
+    /// [`MAX_ALL_OF`] kept.
+    fn all(parts: Vec<Need>) -> Need {
+        let mut flat: Vec<Need> = Vec::new();
+        for p in parts {
+            let items = match p {
+                Need::Nothing => Vec::new(),
+                Need::All(inner) => inner,
+                other => vec![other],
+            };
+            for item in items {
+                if !flat.contains(&item) {
+                    flat.push(item);
+                }
+            }
+        }
+        // A literal set that another one implies adds nothing (`weight` or `loss` is implied
+        // by `weights` or `loss=`), unless it is the more specific anchor.
+        let keys: Vec<_> = flat.iter().map(Need::anchor_key).collect();
+        let implied = |i: usize| {
+            let Need::AnyOf(x) = &flat[i] else { return false };
+            flat.iter().zip(&keys).any(|(b, kb)| match b {
+                Need::AnyOf(y) => x != y && *kb >= keys[i] && y.iter().all(|y| x.iter().any(|x| contains(y, x))),
+                _ => false,
+            })
+        };
+        let drop: Vec<bool> = (0..flat.len()).map(implied).collect();
+        let mut kept: Vec<(Option<Key>, Need)> =
+            flat.into_iter().zip(keys).zip(drop).filter(|(_, d)| !d).map(|((n, k), _)| (k, n)).collect();
+        // Most specific first (a stable sort: ties keep the pattern's order).
+        kept.sort_by_key(|(k, _)| std::cmp::Reverse(*k));
+        let mut flat: Vec<Need> = kept.into_iter().map(|(_, n)| n).collect();
+        flat.truncate(MAX_ALL_OF);
+        match flat.len() {
+            0 => Need::Nothing,
+            1 => flat.pop().unwrap_or(Need::Nothing),
+            _ => Need::All(flat),
+        }
+    }
+
+    /// One of `branches` needed: `Nothing` if any branch needs nothing; literal sets merged.
+    fn either(branches: Vec<Need>) -> Need {
+        let mut flat: Vec<Need> = Vec::new();
+        for b in branches {
+            match b {
+                Need::Nothing => return Need::Nothing,
+                Need::Either(inner) => flat.extend(inner),
+                other => flat.push(other),
+            }
+        }
+        if flat.iter().all(|n| matches!(n, Need::AnyOf(_))) {
+            let lits: Vec<Vec<u8>> =
+                flat.into_iter().flat_map(|n| if let Need::AnyOf(l) = n { l } else { Vec::new() }).collect();
+            return if lits.is_empty() { Need::Nothing } else { Need::AnyOf(cut(&lits)) };
+        }
+        match flat.len() {
+            0 => Need::Nothing,
+            1 => flat.pop().unwrap_or(Need::Nothing),
+            _ => Need::Either(flat),
+        }
+    }
+
+    /// The one literal set any matching line contains one of (the most specific one), or
+    /// `None` when the need is `Nothing`.
+    pub fn anchors(&self) -> Option<Vec<Vec<u8>>> {
+        match self {
+            Need::Nothing => None,
+            Need::AnyOf(lits) => Some(lits.clone()),
+            Need::All(parts) => parts.iter().max_by_key(|p| p.anchor_key()).and_then(Need::anchors),
+            Need::Either(branches) => {
+                let mut union = Vec::new();
+                for b in branches {
+                    union.extend(b.anchors()?);
+                }
+                Some(minimal(union))
+            }
+        }
+    }
+
+    /// The [`key`] of [`Need::anchors`], without building them (for "one of", from the
+    /// branches' keys: the shortest literal and the sum of their sizes, at most the union's).
+    fn anchor_key(&self) -> Option<Key> {
+        match self {
+            Need::Nothing => None,
+            Need::AnyOf(lits) => Some(key(lits)),
+            Need::All(parts) => parts.iter().filter_map(Need::anchor_key).max(),
+            Need::Either(branches) => {
+                let (mut shortest, mut count) = (usize::MAX, 0);
+                for b in branches {
+                    let (s, std::cmp::Reverse(c)) = b.anchor_key()?;
+                    shortest = shortest.min(s);
+                    count += c;
+                }
+                Some((shortest, std::cmp::Reverse(count)))
+            }
+        }
+    }
+
+    /// Every literal this need names, appended to `out`.
+    #[cfg(test)]
+    pub fn literals(&self, out: &mut Vec<Vec<u8>>) {
+        match self {
+            Need::Nothing => {}
+            Need::AnyOf(lits) => out.extend(lits.iter().cloned()),
+            Need::All(parts) | Need::Either(parts) => parts.iter().for_each(|p| p.literals(out)),
+        }
+    }
+}
+
+/// `lits`, or, when there are more than [`MAX_SET`], with the literals that share the
+/// longest start replaced by that start (any line with one of them has it), again and again,
+/// until at most [`MAX_SET`] are left or no two share [`CUT_LEN`] bytes: an extractor's product
+/// of alternatives (`access token has expired`, `access token is expired`, ...) becomes a
+/// few literals.
+fn cut(lits: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let mut set = lits.to_vec();
+    set.sort();
+    set.dedup();
+    while set.len() > MAX_SET {
+        // `set` is sorted: the longest shared start is between neighbours.
+        let shared = |a: &[u8], b: &[u8]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        let Some((len, i)) = set.windows(2).enumerate().map(|(i, w)| (shared(&w[0], &w[1]), i)).max() else { break };
+        if len < CUT_LEN {
+            break;
+        }
+        let start = set[i][..len].to_vec();
+        // The literals with that start are neighbours, from `i` on (the first is `start` itself
+        // when it is in the set).
+        let end = i + set[i..].iter().take_while(|l| l.starts_with(&start)).count();
+        set.splice(i..end, [start]);
+    }
+    // Checking containment is quadratic: only for sets of the size kept.
+    if set.len() <= 4 * MAX_SET { minimal(set) } else { set }
+}
+
+/// `lits` without repeats and without the literals that contain another one (a line with
+/// `weights` has `weight`), sorted.
+fn minimal(mut lits: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    lits.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
+    lits.dedup();
+    let mut kept: Vec<Vec<u8>> = Vec::with_capacity(lits.len());
+    for lit in lits {
+        if !kept.iter().any(|k| contains(&lit, k)) {
+            kept.push(lit);
+        }
+    }
+    kept.sort();
+    kept
+}
+
+/// Whether `needle` occurs in `haystack` (short strings: a plain search beats building a
+/// `memmem` searcher).
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// How specific a literal set is (greater: more).
+type Key = (usize, std::cmp::Reverse<usize>);
+
+/// How specific a literal set is: its shortest literal's length (up to
+/// [`GOOD_LITERAL_LEN`]: past it, a literal is rare enough), then fewer literals.
+fn key(lits: &[Vec<u8>]) -> Key {
+    let shortest = lits.iter().map(Vec::len).min().unwrap_or(0);
+    (shortest.min(GOOD_LITERAL_LEN), std::cmp::Reverse(lits.len()))
+}
 
 /// What the parser says about one pattern.
 #[derive(Debug, Clone)]
 pub(crate) struct Analysis {
-    /// Literals (lowercase ASCII) one of which every match contains; `None`: no usable ones.
-    pub literals: Option<Vec<Vec<u8>>>,
+    /// What a line must contain for the pattern to match it.
+    pub need: Need,
     /// The pattern may match an empty line (only such patterns need compiling at load to
     /// check that they do not).
     pub may_match_empty: bool,
 }
 
-/// Parse `pattern` as the scan compiles it (bytes, Unicode off) and find its literals.
+/// Parse `pattern` as the scan compiles it (bytes, Unicode off) and find what it needs.
 pub(crate) fn analyze(pattern: &str) -> Result<Analysis, String> {
     let hir = ParserBuilder::new().unicode(false).utf8(false).build().parse(pattern).map_err(|e| e.to_string())?;
     let may_match_empty = hir.properties().minimum_len().is_none_or(|n| n == 0);
-    let hir = fold_ascii_case(&hir);
-    let literals =
-        best_literals(&hir).and_then(|seq| seq.literals().map(|l| l.iter().map(|l| l.as_bytes().to_vec()).collect()));
-    Ok(Analysis { literals, may_match_empty })
+    let need = need_of(&fold_ascii_case(&hir));
+    Ok(Analysis { need, may_match_empty })
 }
 
-/// The best usable literal set of `hir`: from the extractor on each required sub-expression,
-/// or, for an alternation, the union of its branches' best sets when every branch has one.
-fn best_literals(hir: &Hir) -> Option<Seq> {
-    let mut required = Vec::new();
-    collect_required(hir, &mut required);
-    let mut best: Option<Seq> = None;
-    let mut consider = |seq: Seq| {
-        if usable(&seq) && best.as_ref().is_none_or(|b| better(&seq, b)) {
-            best = Some(seq);
-        }
-    };
-    for sub in required {
-        for kind in [ExtractKind::Prefix, ExtractKind::Suffix] {
-            consider(Extractor::new().kind(kind).extract(sub));
-        }
-        if let HirKind::Alternation(branches) = sub.kind() {
-            let mut union = Seq::empty();
-            for branch in branches {
-                match best_literals(branch) {
-                    Some(mut seq) => union.union(&mut seq),
-                    None => {
-                        union = Seq::infinite();
-                        break;
+/// What any match of `hir` (case-folded) contains.
+fn need_of(hir: &Hir) -> Need {
+    match hir.kind() {
+        HirKind::Literal(lit) => usable_literal(&lit.0).map_or(Need::Nothing, |l| Need::AnyOf(vec![l])),
+        HirKind::Capture(c) => need_of(&c.sub),
+        HirKind::Repetition(r) if r.min >= 1 => need_of(&r.sub),
+        HirKind::Concat(parts) => {
+            let mut needs = Vec::with_capacity(2 * parts.len() + 1);
+            if let Some(lits) = usable_seq(&Extractor::new().kind(ExtractKind::Suffix).extract(hir)) {
+                needs.push(Need::AnyOf(lits));
+            }
+            // The prefixes of the whole, and of the few parts from each short literal or class
+            // that does not follow a literal: `code=50[0234]\b` gives `500`, `502`, ... though the
+            // whole has no finite suffix.
+            let prefixes = Extractor::new();
+            if let Some(lits) = usable_seq(&prefixes.extract(hir)) {
+                needs.push(Need::AnyOf(lits));
+            }
+            for (i, part) in parts.iter().enumerate() {
+                let after_literal = i > 0 && matches!(parts[i - 1].kind(), HirKind::Literal(_));
+                let next_is_literal = matches!(parts.get(i + 1).map(Hir::kind), Some(HirKind::Literal(_)));
+                // A literal too short to be needed alone, or a class before a literal.
+                let starts_literal = match part.kind() {
+                    HirKind::Literal(l) => l.0.len() < MIN_LITERAL_LEN,
+                    HirKind::Class(_) => next_is_literal,
+                    _ => false,
+                };
+                if i > 0 && !after_literal && starts_literal {
+                    let window = Hir::concat(parts.iter().skip(i).take(PREFIX_WINDOW).cloned().collect());
+                    if let Some(lits) = usable_seq(&prefixes.extract(&window)) {
+                        needs.push(Need::AnyOf(lits));
                     }
                 }
+                needs.push(need_of(part));
             }
-            union.dedup();
-            consider(union);
+            Need::all(needs)
         }
-    }
-    best
-}
-
-/// Finite, non-empty, every literal long enough and within one line.
-fn usable(seq: &Seq) -> bool {
-    match seq.literals() {
-        Some(lits) if !lits.is_empty() => {
-            lits.iter().all(|l| l.len() >= MIN_LITERAL_LEN && !l.as_bytes().iter().any(|&b| b == b'\n' || b == b'\r'))
-        }
-        _ => false,
+        HirKind::Alternation(branches) => Need::either(branches.iter().map(need_of).collect()),
+        HirKind::Repetition(_) | HirKind::Class(_) | HirKind::Look(_) | HirKind::Empty => Need::Nothing,
     }
 }
 
-/// Longer shortest literal first (up to [`GOOD_LITERAL_LEN`]: past it, a literal is rare
-/// enough), then fewer literals.
-fn better(a: &Seq, b: &Seq) -> bool {
-    let key = |s: &Seq| {
-        (s.min_literal_len().unwrap_or(0).min(GOOD_LITERAL_LEN), std::cmp::Reverse(s.len().unwrap_or(usize::MAX)))
-    };
-    key(a) > key(b)
+/// `lit`, if long enough and within one line.
+fn usable_literal(lit: &[u8]) -> Option<Vec<u8>> {
+    (lit.len() >= MIN_LITERAL_LEN && !lit.iter().any(|&b| b == b'\n' || b == b'\r')).then(|| lit.to_vec())
 }
 
-/// Sub-expressions every match of `hir` contains a match of (`hir` itself first).
-fn collect_required<'h>(hir: &'h Hir, out: &mut Vec<&'h Hir>) {
-    out.push(hir);
-    match hir.kind() {
-        HirKind::Concat(parts) => parts.iter().for_each(|p| collect_required(p, out)),
-        HirKind::Capture(c) => collect_required(&c.sub, out),
-        HirKind::Repetition(r) if r.min >= 1 => collect_required(&r.sub, out),
-        _ => {}
+/// The literals of `seq` when it is finite, non-empty and every literal is usable.
+fn usable_seq(seq: &Seq) -> Option<Vec<Vec<u8>>> {
+    let lits = seq.literals()?;
+    if lits.is_empty() {
+        return None;
     }
+    let out = lits.iter().map(|l| usable_literal(l.as_bytes())).collect::<Option<Vec<_>>>()?;
+    Some(cut(&out))
 }
 
 /// `hir` with every class that is one ASCII letter in both cases (`[Aa]`) made that letter in
@@ -172,70 +364,214 @@ fn expand(c: &ClassBytes) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The literals of every pattern in one automaton, and which patterns each literal speaks for.
+/// A [`Need`] with its literals as indices into [`Prefilter::literals`].
+#[derive(Debug, Clone)]
+enum Cond {
+    Always,
+    AnyOf(Vec<usize>),
+    All(Vec<Cond>),
+    Either(Vec<Cond>),
+}
+
+/// Every pattern's need, ready to check lines: the anchors in one [`Grams`] search; a pattern
+/// is a candidate on a line where one of its anchors occurs, and passes when the line meets
+/// its need (the other literals are looked for in the candidate lines only).
 #[derive(Debug, Clone)]
 pub(crate) struct Prefilter {
-    /// `None` when no pattern has literals.
-    automaton: Option<AhoCorasick>,
-    /// Per automaton pattern (a distinct literal), the pattern indices it stands for.
+    /// Finds the anchors, `literals[..anchors]`.
+    grams: Grams,
+    /// Every literal any need names (lowercase), the anchors first.
+    literals: Vec<Vec<u8>>,
+    anchors: usize,
+    /// A searcher for each literal past the anchors (`literals[anchors + i]`).
+    finders: Vec<memmem::Finder<'static>>,
+    /// Per literal, the patterns anchored on it (none for a literal that is only checked).
     owners: Vec<Vec<usize>>,
-    /// Patterns with no usable literal: candidates on every line.
+    /// Per pattern, its need.
+    conds: Vec<Cond>,
+    /// Patterns that need nothing: candidates on every line.
     always: Vec<usize>,
 }
 
+/// State of one scan: which literals and patterns were looked at on which line (lines are
+/// told apart by a `stamp`, unique per line and never 0).
+struct Scratch {
+    /// Per literal, `2 * stamp + found` for the last line it was looked for on.
+    literal_seen: Vec<usize>,
+    /// Per pattern, the stamp of the last line it was a candidate on.
+    pattern_seen: Vec<usize>,
+    candidates: Vec<usize>,
+    passing: Vec<usize>,
+    /// The current line, lowercased when a need looked for a literal that is not an anchor.
+    lower: Vec<u8>,
+    lowered: bool,
+}
+
 impl Prefilter {
-    /// From each pattern's literals (`None`: always a candidate).
-    pub fn build(literals: &[Option<Vec<Vec<u8>>>]) -> Result<Prefilter, String> {
-        let mut index: std::collections::HashMap<&[u8], usize> = std::collections::HashMap::new();
-        let mut owners: Vec<Vec<usize>> = Vec::new();
-        let mut lits: Vec<&[u8]> = Vec::new();
+    /// From each pattern's need.
+    pub fn build(needs: &[Need]) -> Prefilter {
+        let mut literals: Vec<Vec<u8>> = Vec::new();
+        let mut index: std::collections::HashMap<Vec<u8>, usize> = std::collections::HashMap::new();
+        let mut intern = |lit: &[u8]| -> usize {
+            *index.entry(lit.to_vec()).or_insert_with(|| {
+                literals.push(lit.to_vec());
+                literals.len() - 1
+            })
+        };
+        let mut anchored: Vec<(usize, usize)> = Vec::new();
         let mut always = Vec::new();
-        for (p, l) in literals.iter().enumerate() {
-            let Some(l) = l else {
-                always.push(p);
-                continue;
-            };
-            for lit in l {
-                let slot = *index.entry(lit.as_slice()).or_insert_with(|| {
-                    lits.push(lit.as_slice());
-                    owners.push(Vec::new());
-                    owners.len() - 1
-                });
-                if owners[slot].last() != Some(&p) {
-                    owners[slot].push(p);
+        for (p, need) in needs.iter().enumerate() {
+            match need.anchors() {
+                Some(anchors) => anchored.extend(anchors.iter().map(|lit| (intern(lit), p))),
+                None => always.push(p),
+            }
+        }
+        let anchors = anchored.iter().map(|&(lit, _)| lit + 1).max().unwrap_or(0);
+        let conds: Vec<Cond> = needs.iter().map(|n| to_cond(n, &mut intern)).collect();
+        let mut owners = vec![Vec::new(); anchors];
+        for (lit, p) in anchored {
+            if let Some(o) = owners.get_mut(lit)
+                && o.last() != Some(&p)
+            {
+                o.push(p);
+            }
+        }
+        let grams = Grams::new(literals.get(..anchors).unwrap_or(&[]));
+        let finders =
+            literals.get(anchors..).unwrap_or(&[]).iter().map(|l| memmem::Finder::new(l).into_owned()).collect();
+        Prefilter { grams, literals, anchors, finders, owners, conds, always }
+    }
+
+    /// Calls `visit(number, line, patterns)` for every non-empty line (0-based number, without
+    /// its `\r`) where some pattern's need holds, with those patterns, ascending.
+    pub fn for_each_line<'t>(&self, text: &'t str, mut visit: impl FnMut(usize, &'t str, &[usize])) {
+        let bytes = text.as_bytes();
+        let mut hits: Vec<(usize, usize)> = Vec::new();
+        self.grams.find(bytes, |at, lit| hits.push((at, lit)));
+        let mut scratch = Scratch {
+            literal_seen: vec![0; self.literals.len()],
+            pattern_seen: vec![0; self.conds.len()],
+            candidates: Vec::new(),
+            passing: Vec::new(),
+            lower: Vec::new(),
+            lowered: false,
+        };
+        if self.always.is_empty() {
+            // Only the lines with an anchor. Line numbers are counted only for the lines that
+            // pass (from the last one counted).
+            let (mut counted_to, mut number) = (0usize, 0usize);
+            let mut i = 0usize;
+            while let Some(&(at, _)) = hits.get(i) {
+                let start = memchr::memrchr(b'\n', bytes.get(..at).unwrap_or(&[])).map_or(0, |k| k + 1);
+                let end = memchr::memchr(b'\n', bytes.get(at..).unwrap_or(&[])).map_or(bytes.len(), |k| at + k);
+                let next = i + hits.get(i..).map_or(0, |h| h.partition_point(|h| h.0 < end));
+                if let Some(line) = line_at(text, start, end)
+                    && self.check_line(end + 1, line.as_bytes(), hits.get(i..next).unwrap_or(&[]), &mut scratch)
+                {
+                    number += memchr::memchr_iter(b'\n', bytes.get(counted_to..start).unwrap_or(&[])).count();
+                    counted_to = start;
+                    visit(number, line, &scratch.passing);
+                }
+                i = next;
+            }
+        } else {
+            let (mut i, mut start) = (0usize, 0usize);
+            let ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
+            for (number, end) in ends.enumerate() {
+                let next = i + hits.get(i..).map_or(0, |h| h.partition_point(|h| h.0 < end));
+                if let Some(line) = line_at(text, start, end)
+                    && self.check_line(end + 1, line.as_bytes(), hits.get(i..next).unwrap_or(&[]), &mut scratch)
+                {
+                    visit(number, line, &scratch.passing);
+                }
+                i = next;
+                start = end + 1;
+            }
+        }
+    }
+
+    /// Which candidates of `line` (the owners of the anchors it has, its `hits`, and the
+    /// `always` patterns) have their need met: left in `scratch.passing`, ascending; true when
+    /// there are some. `stamp` is unique to the line and not 0.
+    fn check_line(&self, stamp: usize, line: &[u8], hits: &[(usize, usize)], scratch: &mut Scratch) -> bool {
+        scratch.candidates.clear();
+        scratch.passing.clear();
+        scratch.lowered = false;
+        for &(_, lit) in hits {
+            if let Some(seen) = scratch.literal_seen.get_mut(lit) {
+                *seen = 2 * stamp + 1;
+            }
+            for &p in self.owners.get(lit).map_or(&[][..], Vec::as_slice) {
+                if let Some(seen) = scratch.pattern_seen.get_mut(p)
+                    && *seen != stamp
+                {
+                    *seen = stamp;
+                    scratch.candidates.push(p);
                 }
             }
         }
-        let automaton = if lits.is_empty() {
-            None
-        } else {
-            Some(
-                AhoCorasickBuilder::new()
-                    .ascii_case_insensitive(true)
-                    .match_kind(MatchKind::Standard)
-                    // The crate's choice for about a thousand literals, a contiguous NFA: a DFA
-                    // searches about 20% faster but takes 8 MB and 25 ms to build at load.
-                    .build(&lits)
-                    .map_err(|e| e.to_string())?,
-            )
-        };
-        Ok(Prefilter { automaton, owners, always })
-    }
-
-    /// Patterns that are candidates on every line.
-    pub fn always(&self) -> &[usize] {
-        &self.always
-    }
-
-    /// Calls `found(start, pattern)` for every occurrence of a literal in `text`, at its start
-    /// offset, once per pattern the literal speaks for.
-    pub fn for_each_hit(&self, text: &[u8], mut found: impl FnMut(usize, usize)) {
-        let Some(ac) = &self.automaton else { return };
-        for m in ac.find_overlapping_iter(text) {
-            for &p in self.owners.get(m.pattern().as_usize()).map_or(&[][..], Vec::as_slice) {
-                found(m.start(), p);
+        scratch.candidates.extend_from_slice(&self.always);
+        scratch.candidates.sort_unstable();
+        let candidates = std::mem::take(&mut scratch.candidates);
+        for &p in &candidates {
+            if self.conds.get(p).is_some_and(|c| self.holds(c, stamp, line, scratch)) {
+                scratch.passing.push(p);
             }
         }
+        scratch.candidates = candidates;
+        !scratch.passing.is_empty()
+    }
+
+    /// Whether `line` (told apart by `stamp`) meets `cond`.
+    fn holds(&self, cond: &Cond, stamp: usize, line: &[u8], scratch: &mut Scratch) -> bool {
+        match cond {
+            Cond::Always => true,
+            Cond::AnyOf(lits) => lits.iter().any(|&l| self.present(l, stamp, line, scratch)),
+            Cond::All(parts) => parts.iter().all(|c| self.holds(c, stamp, line, scratch)),
+            Cond::Either(parts) => parts.iter().any(|c| self.holds(c, stamp, line, scratch)),
+        }
+    }
+
+    /// Whether literal `lit` occurs in `line` (ASCII case ignored). Anchors are known from the
+    /// search; another literal is looked for in the lowercased line, once per line.
+    fn present(&self, lit: usize, stamp: usize, line: &[u8], scratch: &mut Scratch) -> bool {
+        let Some(&seen) = scratch.literal_seen.get(lit) else { return false };
+        if seen / 2 == stamp {
+            return seen % 2 == 1;
+        }
+        let Some(finder) = lit.checked_sub(self.anchors).and_then(|i| self.finders.get(i)) else {
+            // An anchor that the search did not find on this line.
+            return false;
+        };
+        if !scratch.lowered {
+            scratch.lower.clear();
+            scratch.lower.extend(line.iter().map(u8::to_ascii_lowercase));
+            scratch.lowered = true;
+        }
+        let found = finder.find(&scratch.lower).is_some();
+        if let Some(seen) = scratch.literal_seen.get_mut(lit) {
+            *seen = 2 * stamp + usize::from(found);
+        }
+        found
+    }
+}
+
+/// The line from `start` to `end` without its `\r`, if not empty.
+fn line_at(text: &str, start: usize, end: usize) -> Option<&str> {
+    let raw = text.get(start..end)?;
+    let line = raw.strip_suffix('\r').unwrap_or(raw);
+    (!line.is_empty()).then_some(line)
+}
+
+/// `need` with its literals interned.
+fn to_cond(need: &Need, intern: &mut impl FnMut(&[u8]) -> usize) -> Cond {
+    match need {
+        Need::Nothing => Cond::Always,
+        // Each literal of a set costs a search on the candidate lines; the regex decides anyway.
+        Need::AnyOf(lits) if lits.len() > MAX_SET => Cond::Always,
+        Need::AnyOf(lits) => Cond::AnyOf(lits.iter().map(|l| intern(l)).collect()),
+        Need::All(parts) => Cond::All(parts.iter().map(|p| to_cond(p, intern)).collect()),
+        Need::Either(parts) => Cond::Either(parts.iter().map(|p| to_cond(p, intern)).collect()),
     }
 }
 
@@ -243,13 +579,21 @@ impl Prefilter {
 mod tests {
     use super::*;
 
+    fn need(p: &str) -> Need {
+        analyze(p).unwrap().need
+    }
+
     fn lits(p: &str) -> Option<Vec<String>> {
-        analyze(p).unwrap().literals.map(|v| v.into_iter().map(|l| String::from_utf8(l).unwrap()).collect())
+        need(p).anchors().map(|v| v.into_iter().map(|l| String::from_utf8(l).unwrap()).collect())
+    }
+
+    fn any(lits: &[&str]) -> Need {
+        Need::AnyOf(lits.iter().map(|l| l.as_bytes().to_vec()).collect())
     }
 
     #[test]
     fn case_insensitive_words_are_one_lowercase_literal() {
-        assert_eq!(lits(r"(?i)connection reset by peer"), Some(vec!["connection reset by peer".into()]));
+        assert_eq!(need(r"(?i)connection reset by peer"), any(&["connection reset by peer"]));
     }
 
     #[test]
@@ -260,10 +604,18 @@ mod tests {
     }
 
     #[test]
+    fn every_required_part_is_needed_and_the_most_specific_anchors() {
+        let n = need(r"(?i)\b(?:loss|weights?)\b.{0,20}\b(?:is|=)\s*nan\b");
+        assert_eq!(n, Need::All(vec![any(&["loss", "weight"]), any(&["nan"])]));
+        assert_eq!(
+            lits(r"(?i)\b(?:loss|weights?)\b.{0,20}\b(?:is|=)\s*nan\b"),
+            Some(vec!["loss".into(), "weight".into()])
+        );
+    }
+
+    #[test]
     fn alternations_give_one_literal_per_branch() {
-        let mut l = lits(r"(?i)\b(?:ECONNRESET|ETIMEDOUT)\b").unwrap();
-        l.sort();
-        assert_eq!(l, vec!["econnreset".to_string(), "etimedout".into()]);
+        assert_eq!(need(r"(?i)\b(?:ECONNRESET|ETIMEDOUT)\b"), any(&["econnreset", "etimedout"]));
     }
 
     #[test]
@@ -271,6 +623,13 @@ mod tests {
         let mut l = lits(r"(?i)\b403\b.{0,3}\bForbidden\b|^Terminated\s*$").unwrap();
         l.sort();
         assert_eq!(l, vec!["forbidden".to_string(), "terminated".into()]);
+        let mut l = lits(r"(?i)\b403\b.{0,3}\bForbidden\b|\bcode=403\b").unwrap();
+        l.sort();
+        assert_eq!(l, vec!["code=403".to_string(), "forbidden".into()]);
+        let pf = Prefilter::build(&[need(r"(?i)\b403\b.{0,3}\bForbidden\b|\bcode=403\b")]);
+        let mut lines = Vec::new();
+        pf.for_each_line("Forbidden\n403 Forbidden\nCODE=403\ncode=40", |n, _, _| lines.push(n));
+        assert_eq!(lines, vec![1, 2], "each branch's needs, not the anchors alone");
     }
 
     #[test]
@@ -278,6 +637,7 @@ mod tests {
         assert_eq!(lits(r"^\w+$"), None);
         assert_eq!(lits(r"(?:ab)?\d+"), None);
         assert_eq!(lits(r"a\nbcd"), None, "a line never holds a line break");
+        assert_eq!(lits(r"abcd|\d+"), None, "one branch needs nothing");
     }
 
     #[test]
@@ -285,7 +645,7 @@ mod tests {
         let c = crate::catalog::Catalog::builtin();
         let mut without = Vec::new();
         for p in c.entries().iter().flat_map(|e| &e.patterns) {
-            if analyze(p).unwrap().literals.is_none() {
+            if analyze(p).unwrap().need == Need::Nothing {
                 without.push(p.clone());
             }
         }
@@ -301,12 +661,31 @@ mod tests {
     }
 
     #[test]
-    fn hits_name_their_patterns() {
-        let pf = Prefilter::build(&[Some(vec![b"abc".to_vec()]), None, Some(vec![b"abc".to_vec(), b"xyz".to_vec()])])
-            .unwrap();
-        let mut hits = Vec::new();
-        pf.for_each_hit(b"..ABC..xyz", |s, p| hits.push((s, p)));
-        assert_eq!(hits, vec![(2, 0), (2, 2), (7, 2)]);
-        assert_eq!(pf.always(), &[1]);
+    fn lines_are_named_with_the_patterns_whose_needs_hold() {
+        let needs = [
+            any(&["abc"]),
+            Need::Nothing,
+            Need::All(vec![any(&["abcd", "xyz"]), any(&["nan"])]),
+            Need::Either(vec![any(&["zzzz"]), Need::All(vec![any(&["qqq"]), any(&["www"])])]),
+        ];
+        let pf = Prefilter::build(&needs);
+        let text = "..ABC..xyz\n\nxyz NaN\r\nabcd\nwww qqq\nwww\nplain";
+        let mut lines = Vec::new();
+        pf.for_each_line(text, |n, line, ps| lines.push((n, line.to_string(), ps.to_vec())));
+        assert_eq!(
+            lines,
+            vec![
+                (0, "..ABC..xyz".into(), vec![0, 1]),
+                (2, "xyz NaN".into(), vec![1, 2]),
+                (3, "abcd".into(), vec![0, 1]),
+                (4, "www qqq".into(), vec![1, 3]),
+                (5, "www".into(), vec![1]),
+                (6, "plain".into(), vec![1]),
+            ]
+        );
+        let pf = Prefilter::build(&needs[2..]);
+        let mut lines = Vec::new();
+        pf.for_each_line(text, |n, _, ps| lines.push((n, ps.to_vec())));
+        assert_eq!(lines, vec![(2, vec![0]), (4, vec![1])]);
     }
 }

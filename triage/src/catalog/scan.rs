@@ -80,7 +80,7 @@ pub(crate) fn compile(pattern: &str) -> Result<Regex, regex::Error> {
 /// compiling: capture groups (the catalog's patterns group alternatives with plain
 /// parentheses, and a regex that keeps captures builds a one-pass DFA for them, up to
 /// hundreds of kilobytes) and literal prefilters (`prefilter.rs` has already found the
-/// pattern's literal on the line).
+/// pattern's literals on the line).
 fn compile_matcher(pattern: &str) -> Result<meta::Regex, String> {
     meta::Builder::new()
         .configure(
@@ -135,7 +135,7 @@ impl Matcher {
                 patterns.push((trigger.to_string(), Owner::Analyzer(a)));
             }
         }
-        let mut literals = Vec::with_capacity(patterns.len());
+        let mut needs = Vec::with_capacity(patterns.len());
         let mut matching_empty = Vec::new();
         let mut built = Vec::with_capacity(patterns.len());
         for (text, owner) in patterns {
@@ -154,10 +154,10 @@ impl Matcher {
                 }
                 let _ = compiled.set(Some(re));
             }
-            literals.push(analysis.literals);
+            needs.push(analysis.need);
             built.push(Pattern { text, owner, compiled });
         }
-        let prefilter = Prefilter::build(&literals).map_err(|message| BuildError { pattern: None, message })?;
+        let prefilter = Prefilter::build(&needs);
         Ok(Matcher {
             patterns: built,
             prefilter,
@@ -189,42 +189,18 @@ impl Matcher {
     /// of the patterns it matches, ascending: the prefilter's candidates, each checked by its
     /// own regex.
     pub(crate) fn line_matches<'t>(&self, text: &'t str) -> Vec<(usize, &'t str, Vec<usize>)> {
-        let bytes = text.as_bytes();
-        // Start offset of every line.
-        let mut starts = vec![0usize];
-        starts.extend(memchr::memchr_iter(b'\n', bytes).map(|i| i + 1));
-        let mut pairs: Vec<(usize, usize)> = Vec::new();
-        let mut line = 0usize;
-        self.prefilter.for_each_hit(bytes, |at, p| {
-            // Hits come in nearly ascending order: walk from the last line found.
-            if starts.get(line).is_none_or(|&s| s > at) {
-                line = 0;
-            }
-            while starts.get(line + 1).is_some_and(|&s| s <= at) {
-                line += 1;
-            }
-            pairs.push((line, p));
-        });
-        let always = self.prefilter.always();
-        if !always.is_empty() {
-            pairs.extend((0..starts.len()).flat_map(|l| always.iter().map(move |&p| (l, p))));
-        }
-        pairs.sort_unstable();
-        pairs.dedup();
         let mut out: Vec<(usize, &str, Vec<usize>)> = Vec::new();
-        for (l, p) in pairs {
-            let (Some(&start), Some(pattern)) = (starts.get(l), self.patterns.get(p)) else { continue };
-            let end = starts.get(l + 1).map_or(bytes.len(), |&next| next - 1);
-            let Some(raw) = text.get(start..end) else { continue };
-            let line = raw.strip_suffix('\r').unwrap_or(raw);
-            if line.is_empty() || !pattern.is_match(line.as_bytes()) {
-                continue;
+        self.prefilter.for_each_line(text, |number, line, candidates| {
+            let mut matched = Vec::new();
+            for &p in candidates {
+                if self.patterns.get(p).is_some_and(|pattern| pattern.is_match(line.as_bytes())) {
+                    matched.push(p);
+                }
             }
-            match out.last_mut() {
-                Some((last, _, ps)) if *last == l => ps.push(p),
-                _ => out.push((l, line, vec![p])),
+            if !matched.is_empty() {
+                out.push((number, line, matched));
             }
-        }
+        });
         out
     }
 

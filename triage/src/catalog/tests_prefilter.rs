@@ -1,6 +1,7 @@
-//! The prefiltered scan finds exactly the plain scan's matches: every corpus tail, every probe,
-//! and every example and counter-example of the catalog, line by line (which patterns match
-//! which line), and the same hints.
+//! The prefiltered scan finds exactly the plain scan's matches: every corpus tail (every
+//! `*.jsonl` of `fixtures/corpus/`), every probe, every example and counter-example of the
+//! catalog and of the analyzers, line by line (which patterns match which line), and the same
+//! hints.
 
 use std::path::PathBuf;
 
@@ -40,6 +41,17 @@ fn prefiltered_scan_matches_the_plain_scan_on_every_corpus_file() {
         c.entries().iter().flat_map(|e| e.examples.iter().chain(&e.counter_examples).cloned()).collect();
     texts.push(("examples".into(), examples.join("\n")));
     texts.push(("examples, CRLF".into(), examples.join("\r\n")));
+    // Every pattern alone and in upper case: each names its own literals, so every
+    // pattern's prefilter need is exercised at least once (also in another case).
+    let patterns: Vec<String> = c.entries().iter().flat_map(|e| e.patterns.clone()).collect();
+    texts.push(("patterns".into(), patterns.join("\n")));
+    texts.push(("patterns, upper case".into(), patterns.join("\n").to_uppercase()));
+    // The analyzers' examples (multi-line texts of their own).
+    for (a, analyzer) in analyzers::ALL.iter().enumerate() {
+        for (i, ex) in analyzer.examples().iter().enumerate() {
+            texts.push((format!("analyzer {a} example {i}"), ex.text.to_string()));
+        }
+    }
     let mut lines_matched = 0;
     for (name, tail) in &texts {
         let text = strip_ansi(tail);
