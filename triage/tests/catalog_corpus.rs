@@ -14,11 +14,11 @@
 //!    Entries are written against dev.jsonl, the probes and the tuning share only; nobody
 //!    reads the held-out cases' text, and this test prints only their aggregate figures. The
 //!    held-out figures are the catalog's honest score on text it has not seen.
-//!    The goal for both shares ([`GOAL`]): transient precision >= 0.99, permanent precision
-//!    >= 0.98, coverage >= 0.90, and `unknown` on >= 80% of the cases labelled `ambiguous`
-//!    (abstention). **Neither share reaches it yet**: each test asserts a floor at the last
-//!    measured figures ([`TUNING_FLOOR`], [`HELD_OUT_FLOOR`]) and prints the goal beside
-//!    each figure.
+//!    The goal for both shares ([`GOAL`]): transient precision at least 0.99, permanent
+//!    precision at least 0.98, coverage at least 0.90, and `unknown` on at least 80% of the
+//!    cases labelled `ambiguous` (abstention). **Neither share reaches it yet**: each test
+//!    asserts a floor at the last measured figures ([`TUNING_FLOOR`], [`HELD_OUT_FLOOR`]) and
+//!    prints the goal beside each figure.
 //!
 //! Each prints the figures; all but the held-out share print every disagreement with the
 //! label (run with `--nocapture` to see them on success). `TRIAGE_CORPUS_VERBOSE=1` prints
