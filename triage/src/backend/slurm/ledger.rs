@@ -7,8 +7,9 @@
 //! its ids again at 1, and a requeued job keeps its id with a new submit time. A move writes
 //! [`Entry::Begin`] before its first command and [`Entry::Done`] after its last, so a process
 //! that dies in between leaves a begun decision that the next run resolves
-//! ([`super::SlurmBackend`]'s `recover`). A resubmitted job (a new id) is recorded in its
-//! `Done` entry as the next incarnation of the same triage job.
+//! ([`super::SlurmBackend`]'s `recover`). A resubmitted job is recorded in its `Done` entry
+//! as the next incarnation of the same triage job, by its id and submit time (Slurm can
+//! reissue a purged job's id).
 //!
 //! Beside the ledger: `logs/` keeps a copy of the end of each decided run's stderr and stdout
 //! (a requeued job's output files are truncated when it runs again), `scripts/` the batch
@@ -40,6 +41,23 @@ pub struct Incarnation {
     /// The array task, for an array workflow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<u32>,
+    /// When the resubmission was submitted, as the controller recorded it: runs of `job_id`
+    /// submitted before it belong to whatever job held that id before. Slurm hands an id out
+    /// again once its job is purged if the controller's id sequence restarts (a rebuilt or
+    /// reset cluster), so an id alone does not name a resubmission. `None` in ledgers written
+    /// before this field: any run of the id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<Timestamp>,
+}
+
+impl Incarnation {
+    /// Whether a run of this incarnation's job id submitted at `submit` belongs to it.
+    pub fn holds(&self, submit: Option<Timestamp>) -> bool {
+        match (self.since, submit) {
+            (Some(since), Some(submit)) => submit >= since,
+            _ => true,
+        }
+    }
 }
 
 /// One line of the ledger.
@@ -307,7 +325,7 @@ mod tests {
         l.append(&Entry::Abandoned { id: "a".into(), why: "nothing moved".into(), when: Timestamp::now() }).unwrap();
         assert!(l.read().unwrap().on_run(&run).is_none(), "an abandoned decision leaves the run undecided");
         l.append(&begin("b")).unwrap();
-        let inc = Incarnation { job_id: 40, task: None };
+        let inc = Incarnation { job_id: 40, task: None, since: Some(Timestamp::UNIX_EPOCH) };
         l.append(&Entry::Done { id: "b".into(), resubmitted: Some(inc), canceled: vec![], when: Timestamp::now() })
             .unwrap();
         std::fs::write(l.path(), format!("{}{{\"entry\": \"begi", std::fs::read_to_string(l.path()).unwrap())).unwrap();

@@ -5,9 +5,11 @@
 use std::collections::{BTreeSet, HashMap};
 
 use jiff::Timestamp;
+use jiff::tz::TimeZone;
 
 use super::SlurmBackend;
 use super::ledger::{Book, Decision, End, Entry, Incarnation, Ledger, decision_id};
+use super::sacct;
 use super::view::{self, JobView, RunInfo};
 use crate::backend::{AuditEvent, BackendError, FailMove, MoveOutcome, ResourceChange, RetryMove};
 use crate::model::{Action, Attempt, JobStatus};
@@ -155,10 +157,10 @@ impl SlurmBackend {
         for group in resubmit.into_iter().flat_map(sbatch_chunks) {
             let change = moves[group[0].i].change;
             match self.resubmit(&group, &change).await {
-                Ok(new_id) => {
+                Ok((new_id, since)) => {
                     let mut ends = Vec::new();
                     for g in &group {
-                        let inc = Incarnation { job_id: new_id, task: g.run.incarnation.task };
+                        let inc = Incarnation { job_id: new_id, task: g.run.incarnation.task, since: Some(since) };
                         ends.push(Entry::Done {
                             id: g.id.clone(),
                             resubmitted: Some(inc),
@@ -243,8 +245,9 @@ impl SlurmBackend {
     /// Submit the same batch script again, with the same name, directory and partition, the
     /// new resources, and for array tasks `--array=3,17,40-60:2` (ranges and steps: one
     /// submission for the group, which [`sbatch_chunks`] keeps within Slurm's limit);
-    /// point pending jobs that depended on the old ids at the new ones. Returns the new id.
-    async fn resubmit(&self, group: &[Go], change: &ResourceChange) -> Result<u64, BackendError> {
+    /// point pending jobs that depended on the old ids at the new ones. Returns the new id and
+    /// its submit time (see [`Incarnation::since`]).
+    async fn resubmit(&self, group: &[Go], change: &ResourceChange) -> Result<(u64, Timestamp), BackendError> {
         let first = &group[0].run;
         let inc = first.incarnation;
         self.script(inc.job_id, &first.target).await?.ok_or_else(|| BackendError::Command {
@@ -277,11 +280,8 @@ impl SlurmBackend {
         let token = format!("triage:{}", group[0].id);
         args.push(format!("--comment={token}"));
         args.push("--hold".into());
-        ledger.append(&Entry::Submitting {
-            ids: group.iter().map(|g| g.id.clone()).collect(),
-            token,
-            when: Timestamp::now(),
-        })?;
+        let before = Timestamp::now();
+        ledger.append(&Entry::Submitting { ids: group.iter().map(|g| g.id.clone()).collect(), token, when: before })?;
         let mut tasks: Vec<u32> = group.iter().filter_map(|g| g.run.incarnation.task).collect();
         if !tasks.is_empty() {
             tasks.sort_unstable();
@@ -299,6 +299,14 @@ impl SlurmBackend {
                 transient: false,
             }
         })?;
+        // The controller's submit time of the new job (it is held, so the controller has it);
+        // should that read fail, the time before `sbatch` less a clock-skew allowance.
+        let since = self
+            .records(&new_id.to_string())
+            .await
+            .ok()
+            .and_then(|records| records.iter().find_map(|r| r.submit_time()))
+            .unwrap_or_else(|| before_with_skew(before));
         // Pending jobs that waited on an old id now wait on the new one.
         let squeue = self.cli.check("squeue", &["-h", "-t", "PD", "-o", "%i|%E"]).await?;
         for line in squeue.stdout.lines() {
@@ -318,7 +326,7 @@ impl SlurmBackend {
             let (job_arg, dep_arg) = (format!("JobId={}", id.trim()), format!("Dependency={repointed}"));
             self.cli.check("scontrol", &["update", &job_arg, &dep_arg]).await?;
         }
-        Ok(new_id)
+        Ok((new_id, since))
     }
 
     async fn seen_partition(&self, run: &RunInfo) -> Option<String> {
@@ -697,19 +705,19 @@ impl SlurmBackend {
 
     /// The job a begun resubmission made, found by the comment it was submitted with
     /// (`squeue` while it waits or runs, else `sacct`, which keeps comments with
-    /// `AccountingStoreFlags=job_comment`).
+    /// `AccountingStoreFlags=job_comment`), with its submit time.
     async fn find_submission(
         &self,
         token: &str,
         since: Timestamp,
         task: Option<u32>,
     ) -> Result<Option<Incarnation>, BackendError> {
-        let mut found = None;
-        let squeue = self.cli.check("squeue", &["-h", "-o", "%F|%K|%k"]).await?;
+        let mut found: Option<(u64, Option<Timestamp>)> = None;
+        let squeue = self.cli.check("squeue", &["-h", "-o", "%F|%V|%k"]).await?;
         for line in squeue.stdout.lines() {
             let f: Vec<&str> = line.trim().splitn(3, '|').collect();
             if f.len() == 3 && f[2] == token {
-                found = f[0].parse::<u64>().ok();
+                found = f[0].parse::<u64>().ok().map(|id| (id, sacct::local_time(f[1], &TimeZone::system())));
             }
         }
         if found.is_none() {
@@ -717,21 +725,39 @@ impl SlurmBackend {
             let since = since
                 .checked_sub(jiff::SignedDuration::from_secs(60))
                 .unwrap_or(since)
-                .to_zoned(jiff::tz::TimeZone::system())
+                .to_zoned(TimeZone::system())
                 .strftime("%Y-%m-%dT%H:%M:%S")
                 .to_string();
-            let out = self.cli.check("sacct", &["-X", "-n", "-P", "-S", &since, "-o", "JobID,Comment"]).await?;
+            let out = self.cli.check("sacct", &["-X", "-n", "-P", "-S", &since, "-o", "JobID,Submit,Comment"]).await?;
             for line in out.stdout.lines() {
-                if let Some((id, comment)) = line.split_once('|')
-                    && comment == token
-                {
-                    found = id.split('_').next().and_then(|s| s.parse().ok());
+                let f: Vec<&str> = line.splitn(3, '|').collect();
+                if f.len() == 3 && f[2] == token {
+                    found = f[0]
+                        .split('_')
+                        .next()
+                        .and_then(|s| s.parse().ok())
+                        .map(|id| (id, sacct::local_time(f[1], &TimeZone::system())));
                 }
             }
         }
-        Ok(found.map(|job_id| Incarnation { job_id, task }))
+        Ok(found.map(|(job_id, submit)| Incarnation {
+            job_id,
+            task,
+            since: Some(submit.unwrap_or_else(|| before_with_skew(since))),
+        }))
     }
 }
+
+/// The earliest submit time the controller can have given a job submitted after `before` by
+/// this machine's clock: [`CLOCK_SKEW`] earlier. A run of the same id submitted before that
+/// is another job's: Slurm reissues an id only after that job ended and was purged, which
+/// takes longer.
+fn before_with_skew(before: Timestamp) -> Timestamp {
+    before.checked_sub(CLOCK_SKEW).unwrap_or(before)
+}
+
+/// How far this machine's clock may be ahead of the Slurm controller's.
+const CLOCK_SKEW: jiff::SignedDuration = jiff::SignedDuration::from_secs(5);
 
 /// Copy the end of the run's stderr and stdout beside the ledger, and return the attempt as
 /// it is now with those copies as its logs.

@@ -123,34 +123,59 @@ impl Seen {
     }
 }
 
+/// A Slurm job id and, for an array, the task.
+type SlurmTask = (u64, Option<u32>);
+
+/// The workflow's resubmissions (with the triage job each carries), by the Slurm job (and
+/// task) that carries them.
+struct Resubmitted(HashMap<SlurmTask, Vec<(Incarnation, i64)>>);
+
+impl Resubmitted {
+    fn of(book: &Book, workflow_id: i64) -> Resubmitted {
+        Resubmitted::from_pairs(book.resubmissions(workflow_id))
+    }
+
+    fn from_pairs(pairs: impl IntoIterator<Item = (i64, Incarnation)>) -> Resubmitted {
+        let mut map: HashMap<SlurmTask, Vec<(Incarnation, i64)>> = HashMap::new();
+        for (job, inc) in pairs {
+            map.entry((inc.job_id, inc.task)).or_default().push((inc, job));
+        }
+        Resubmitted(map)
+    }
+
+    /// The incarnation a run of `job_id` (task `task`) submitted at `submit` belongs to, and
+    /// its triage job: of the resubmissions under that id, the latest one submitted before
+    /// the run. `None`: the run is no resubmission (an earlier job held the id).
+    fn carrier(&self, job_id: u64, task: Option<u32>, submit: Option<Timestamp>) -> Option<(Incarnation, i64)> {
+        self.0
+            .get(&(job_id, task))?
+            .iter()
+            .filter(|(inc, _)| inc.holds(submit))
+            .max_by_key(|(inc, _)| inc.since)
+            .copied()
+    }
+}
+
 /// Build the triage jobs of one workflow.
 pub fn build(src: &Sources<'_>) -> Vec<JobView> {
     // Runs by triage job id, with the incarnation they belong to.
-    let resubmitted: HashMap<Incarnation, i64> =
-        src.book.resubmissions(src.workflow_id).into_iter().map(|(job, inc)| (inc, job)).collect();
+    let resubmitted = Resubmitted::of(src.book, src.workflow_id);
     let mut by_job: BTreeMap<i64, Vec<(Incarnation, Run)>> = BTreeMap::new();
     for run in sacct::runs(src.rows.clone()) {
+        let submit = run.job.submit;
         let (inc, job_id) = match (src.shape, run.job.array) {
-            (Shape::Array, Some((array, task))) => {
-                let inc = Incarnation { job_id: array, task: Some(task) };
-                let job = if array == src.workflow_id as u64 {
-                    Some(i64::from(task))
-                } else {
-                    resubmitted.get(&inc).copied()
-                };
-                match job {
-                    Some(j) => (inc, j),
-                    None => continue,
+            (Shape::Array, Some((array, task))) => match resubmitted.carrier(array, Some(task), submit) {
+                Some(found) => found,
+                None if array == src.workflow_id as u64 => {
+                    (Incarnation { job_id: array, task: Some(task), since: None }, i64::from(task))
                 }
-            }
+                None => continue,
+            },
             (Shape::Array, None) => continue,
-            (Shape::Chain, _) => {
-                let inc = Incarnation { job_id: run.job.raw_id, task: None };
-                match resubmitted.get(&inc) {
-                    Some(&j) => (inc, j),
-                    None => (inc, run.job.raw_id as i64),
-                }
-            }
+            (Shape::Chain, _) => match resubmitted.carrier(run.job.raw_id, None, submit) {
+                Some(found) => found,
+                None => (Incarnation { job_id: run.job.raw_id, task: None, since: None }, run.job.raw_id as i64),
+            },
         };
         by_job.entry(job_id).or_default().push((inc, run));
     }
@@ -417,6 +442,22 @@ mod tests {
         let m = discover_members(20, sq, &Members::default());
         assert_eq!(m.depends_on.keys().copied().collect::<Vec<_>>(), vec![20, 21, 23]);
         assert_eq!(m.depends_on[&23], vec![21]);
+    }
+
+    #[test]
+    fn a_reissued_id_carries_only_the_runs_after_its_resubmission() {
+        let t = |s: i64| Timestamp::from_second(1_800_000_000 + s).unwrap();
+        let inc = |job_id, since| Incarnation { job_id, task: None, since: Some(t(since)) };
+        // Job 96 failed, was purged, and its resubmission got id 96 again; later triage job 7
+        // was resubmitted under id 96 too (a second reissue).
+        let r = Resubmitted::from_pairs([(96, inc(96, 20)), (7, inc(96, 50))]);
+        assert_eq!(r.carrier(96, None, Some(t(0))), None, "the original run of 96 is no resubmission");
+        assert_eq!(r.carrier(96, None, Some(t(21))).map(|(_, j)| j), Some(96));
+        assert_eq!(r.carrier(96, None, Some(t(50))).map(|(_, j)| j), Some(7), "the latest resubmission wins");
+        assert_eq!(r.carrier(96, Some(1), Some(t(60))), None, "another task is another key");
+        // A ledger written before submit times were recorded: any run of the id.
+        let old = Resubmitted::from_pairs([(5, Incarnation { job_id: 40, task: None, since: None })]);
+        assert_eq!(old.carrier(40, None, Some(t(0))).map(|(_, j)| j), Some(5));
     }
 
     #[test]
