@@ -244,11 +244,12 @@ fn held_out_split_is_stable() {
 /// improves. The cases own-0600 to own-1321 were gathered by people who had not seen the
 /// catalog and scored before any entry was written against them. All 1,019 labels were then
 /// reviewed once, blind to the catalog, against the definition "what the text alone lets a
-/// careful engineer decide" (`fixtures/corpus/relabels.jsonl` lists the 216 changes and why):
+/// careful engineer decide", then once more for consistency between near-identical texts
+/// (`fixtures/corpus/relabels.jsonl` lists the 239 changes and why):
 /// many had followed what the source thread found out later, which no text-only classifier
 /// can see.
-const TUNING_FLOOR: [f64; 4] = [0.97, 0.99, 0.89, 0.73];
-const HELD_OUT_FLOOR: [f64; 4] = [0.94, 0.99, 0.78, 0.63];
+const TUNING_FLOOR: [f64; 4] = [0.98, 0.99, 0.88, 0.75];
+const HELD_OUT_FLOOR: [f64; 4] = [0.96, 0.99, 0.75, 0.66];
 
 #[test]
 fn builtin_catalog_scores_on_the_own_tuning_share() {

@@ -7,9 +7,11 @@
 //! - A `-Xmx` (or `-XX:MaxHeapSize`, Spark's `--driver-memory`/`--executor-memory`) visible in
 //!   the tail fixes the heap: more memory for the job changes nothing, the flag must change.
 //!   Permanent (configuration), all the more under a tiny heap.
-//! - No such flag: the JVM sized the heap from the memory it was given (a fraction of the
-//!   container or host), so a retry with more memory very likely succeeds. Transient,
-//!   `retry_more_memory`.
+//! - No such flag in the tail: if the JVM sized the heap from the memory it was given (a
+//!   fraction of the container or cgroup), a retry with more memory succeeds; if a flag the
+//!   tail does not show fixes it (a wrapper script, `JAVA_TOOL_OPTIONS`, `MAVEN_OPTS`, a
+//!   tool's default), it fails the same way. The text cannot tell: context (unknown), with
+//!   both in the hint.
 //!
 //! The JVM limits that no heap size cures (`Requested array size exceeds VM limit`) and a
 //! heap the JVM cannot even reserve stay with the `java-heap` entry (permanent).
@@ -20,7 +22,7 @@ use crate::model::{EntryClass, Strategy, SuggestedAction};
 pub(crate) struct JavaHeap;
 
 const FIXED: &str = "java-heap/fixed-heap-too-small";
-const SIZED: &str = "java-heap/needs-more-memory";
+const SIZED: &str = "java-heap/size-not-shown";
 
 static OUTCOMES: &[Outcome] = &[
     Outcome {
@@ -36,14 +38,15 @@ static OUTCOMES: &[Outcome] = &[
     },
     Outcome {
         id: SIZED,
-        class: EntryClass::Transient,
+        class: EntryClass::Context,
         category: "jvm_oom",
-        action: SuggestedAction::RetryMoreMemory,
-        strategy: Strategy::RetryImmediate,
+        action: SuggestedAction::Escalate,
+        strategy: Strategy::ManualIntervention,
         priority: 20,
-        hint: "The Java heap ran out and no fixed heap size is visible, so the JVM sized it from the \
-               memory it was given: retry with more memory (or more executor/driver memory for Spark). \
-               If a -Xmx is set elsewhere (a wrapper, JAVA_TOOL_OPTIONS), raise that instead.",
+        hint: "The Java heap ran out and no heap size is visible in the tail. If the JVM sized the heap \
+               from the job's memory (no -Xmx anywhere), a retry with more memory (or more executor/driver \
+               memory for Spark) succeeds; if a -Xmx is set where the tail does not show it (a wrapper, \
+               JAVA_TOOL_OPTIONS, MAVEN_OPTS, a tool's default), raise that instead: a retry alone fails again.",
     },
 ];
 

@@ -9,6 +9,11 @@
 //! - The limit was already the length of the longest queues (three days or more, as PBS and
 //!   Torque print it: `walltime 259217 exceeded limit 259200`): more time may not be
 //!   grantable. Context.
+//! - Nothing before the kill shows the job advancing: a job that hangs (a deadlock, a dead
+//!   file system, a peer that never answers) also runs into its limit, and more time only
+//!   doubles the waste. Context. Progress is a percentage or an `N of M` count below 100%, or
+//!   two lines of the same shape (equal once their numbers are blinded) whose numbers differ:
+//!   `step 12000 loss 0.231` then `step 12100 loss 0.229`. Scheduler lines do not count.
 
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, outcome, re};
 use crate::model::{EntryClass, SchedulerState, Strategy, SuggestedAction};
@@ -17,6 +22,10 @@ pub(crate) struct TimeLimit;
 
 const FINISHED: &str = "time-limit/after-work-finished";
 const LONGEST: &str = "time-limit/at-longest-limit";
+const NO_PROGRESS: &str = "time-limit/no-progress-shown";
+
+/// How many lines before the kill are searched for progress.
+const PROGRESS_WITHIN: usize = 12;
 
 /// A limit of this many seconds or more is taken as a queue's maximum.
 const LONGEST_LIMIT_SECS: u64 = 72 * 3600;
@@ -46,6 +55,17 @@ static OUTCOMES: &[Outcome] = &[
                more time may not be grantable. Check the queue's limit; checkpoint and resume, or split \
                the work, rather than retry as is.",
     },
+    Outcome {
+        id: NO_PROGRESS,
+        class: EntryClass::Context,
+        category: "timeout",
+        action: SuggestedAction::Escalate,
+        strategy: Strategy::ManualIntervention,
+        priority: 31,
+        hint: "The job hit its time limit and nothing in its output before the kill shows it advancing: it \
+               may have needed more time, or hung (a deadlock, a stalled file system, a peer that never \
+               answered). Check its progress (output files, logs) before retrying with more time.",
+    },
 ];
 
 static TRIGGERS: &[&str] = &[
@@ -55,8 +75,47 @@ static TRIGGERS: &[&str] = &[
 ];
 
 static PBS: Lazy = Lazy::new(|| re(r"(?i)\bjob killed: walltime \d+ exceeded limit (\d+)"));
+/// One line that shows progress by itself: `45%`, `3 of 10`.
+static PROGRESS_LINE: Lazy = Lazy::new(|| re(r"(?i)\b(?:\d{1,2}(?:\.\d+)?%|\d+ (?:of|/) \d+\b)"));
+/// The scheduler's own lines (and the kill itself), which say nothing of the job's progress.
+static SCHEDULER: Lazy =
+    Lazy::new(|| re(r"(?i)^\s*(?:slurmstepd|srun|salloc|sbatch|=>> PBS|PBS|MOAB|job deleted|job killed)\b"));
 static DONE: Lazy =
     Lazy::new(|| re(r"(?i)\b(?:steps \(100%\) done|completed successfully|all done|finished successfully)"));
+
+/// Whether the job's own lines show it advancing (see the module docs).
+fn shows_progress(lines: &[&str]) -> bool {
+    let own: Vec<&str> = lines.iter().copied().filter(|l| !l.trim().is_empty() && !SCHEDULER.is_match(l)).collect();
+    if own.iter().any(|l| PROGRESS_LINE.is_match(l) && !l.contains("100%")) {
+        return true;
+    }
+    let shape = |l: &str| -> (String, Vec<String>) {
+        let mut blind = String::with_capacity(l.len());
+        let mut numbers = Vec::new();
+        let mut digits = String::new();
+        for c in l.chars() {
+            if c.is_ascii_digit() {
+                digits.push(c);
+            } else {
+                if !digits.is_empty() {
+                    blind.push('#');
+                    numbers.push(std::mem::take(&mut digits));
+                }
+                blind.push(c);
+            }
+        }
+        if !digits.is_empty() {
+            blind.push('#');
+            numbers.push(digits);
+        }
+        (blind, numbers)
+    };
+    let shapes: Vec<(String, Vec<String>)> = own.iter().map(|l| shape(l)).collect();
+    shapes
+        .iter()
+        .enumerate()
+        .any(|(i, (b, n))| !n.is_empty() && shapes[i + 1..].iter().any(|(b2, n2)| b2 == b && n2 != n))
+}
 
 impl Analyzer for TimeLimit {
     fn triggers(&self) -> &'static [&'static str] {
@@ -76,9 +135,13 @@ impl Analyzer for TimeLimit {
         if before.iter().any(|l| DONE.is_match(l)) {
             return Some(Finding { outcome: outcome(OUTCOMES, FINISHED), line: k, confirmed_by });
         }
-        let limit: u64 =
-            input.woken.iter().find_map(|&i| PBS.captures(input.lines.get(i)?)?.get(1)?.as_str().parse().ok())?;
-        (limit >= LONGEST_LIMIT_SECS).then(|| Finding { outcome: outcome(OUTCOMES, LONGEST), line: k, confirmed_by })
+        let limit: Option<u64> =
+            input.woken.iter().find_map(|&i| PBS.captures(input.lines.get(i)?)?.get(1)?.as_str().parse().ok());
+        if limit.is_some_and(|l| l >= LONGEST_LIMIT_SECS) {
+            return Some(Finding { outcome: outcome(OUTCOMES, LONGEST), line: k, confirmed_by });
+        }
+        let before = &input.lines[k.saturating_sub(PROGRESS_WITHIN)..k];
+        (!shows_progress(before)).then(|| Finding { outcome: outcome(OUTCOMES, NO_PROGRESS), line: k, confirmed_by })
     }
 
     fn examples(&self) -> &'static [Example] {
@@ -95,7 +158,8 @@ impl Analyzer for TimeLimit {
                 expect: Some(LONGEST),
             },
             Example {
-                text: "Thread 04 processes reads 1056026-1075950\n=>> PBS: job killed: walltime 86415 exceeded limit 86400",
+                text: "Thread 01 processes reads 1036101-1056025\nThread 04 processes reads 1056026-1075950\n\
+                       =>> PBS: job killed: walltime 86415 exceeded limit 86400",
                 exit_code: None,
                 expect: None,
             },
@@ -105,8 +169,34 @@ impl Analyzer for TimeLimit {
                 exit_code: None,
                 expect: None,
             },
+            // A command and then the kill: nothing shows the job advancing.
             Example {
                 text: "+ seq_stat -f 3k -g 1g\nslurmstepd: error: *** JOB 867816 ON node01 CANCELLED AT 2021-05-11T12:06:17 DUE TO TIME LIMIT ***",
+                exit_code: None,
+                expect: Some(NO_PROGRESS),
+            },
+            Example {
+                text: "slurmstepd: *** JOB 830329 CANCELLED AT 2018-08-06T17:21:44 DUE TO TIME LIMIT on node01 ***",
+                exit_code: None,
+                expect: Some(NO_PROGRESS),
+            },
+            Example {
+                text: "srun: Job step aborted: Waiting up to 47 seconds for job step to finish.\n\
+                       slurmstepd: error: *** JOB 494583 ON node01 CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***",
+                exit_code: None,
+                expect: Some(NO_PROGRESS),
+            },
+            // Progress right up to the kill: more time is what it needs (the entry's transient).
+            Example {
+                text: "step 12000 loss 0.231\nstep 12100 loss 0.229\n\
+                       slurmstepd: error: *** STEP 551.0 ON gpu07 CANCELLED AT 2024-03-01T10:00:00 DUE TO TIME LIMIT ***",
+                exit_code: None,
+                expect: None,
+            },
+            Example {
+                text: "Current # sequences loaded and processed from file: 30000...\n\
+                       Current # sequences loaded and processed from file: 35000...\n\
+                       slurmstepd: error: *** JOB 3884617 ON node023 CANCELLED AT 2018-08-19T16:30:21 DUE TO TIME LIMIT ***",
                 exit_code: None,
                 expect: None,
             },
