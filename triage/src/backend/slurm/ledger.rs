@@ -285,9 +285,37 @@ impl Ledger {
         self.dir.join("scripts").join(format!("{job_id}.sh"))
     }
 
+    /// Whose the kept script of `job_id` is ([`ScriptOwner`], JSON), written after the script.
+    pub fn script_owner(&self, job_id: u64) -> PathBuf {
+        self.dir.join("scripts").join(format!("{job_id}.owner.json"))
+    }
+
     /// What the controller said about a run (`seen/<raw>-<submit>.json`).
     pub fn seen(&self, run: &RunKey) -> PathBuf {
         self.dir.join("seen").join(format!("{}-{}.json", run.raw_id, run.submit.as_second()))
+    }
+}
+
+/// The job a kept batch script belongs to. Slurm hands a purged job's id out again (after a
+/// `scontrol reconfigure`, or a controller whose id sequence restarted), so a script kept under
+/// an id may be another job's: it is used only for a run of the same name, directory and user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScriptOwner {
+    pub name: String,
+    pub work_dir: Option<String>,
+    pub user: Option<String>,
+}
+
+impl ScriptOwner {
+    pub fn of(row: &super::sacct::SacctRow) -> ScriptOwner {
+        ScriptOwner { name: row.name.clone(), work_dir: row.work_dir.clone(), user: row.user.clone() }
+    }
+
+    /// Whether the controller's `record` is this owner's job.
+    pub fn held_in(&self, record: &super::scontrol::JobRecord) -> bool {
+        record.name() == Some(self.name.as_str())
+            && record.work_dir().map(str::to_string) == self.work_dir
+            && (self.user.is_none() || record.user().map(|(u, _)| u) == self.user)
     }
 }
 

@@ -33,7 +33,7 @@ pub mod sacct;
 pub mod scontrol;
 pub mod view;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -47,7 +47,7 @@ const FRESH_FOR: Duration = Duration::from_secs(2);
 use async_trait::async_trait;
 
 use self::cli::SlurmCli;
-use self::ledger::{Entry, Ledger, RunKey};
+use self::ledger::{Entry, Ledger, RunKey, ScriptOwner};
 use self::scontrol::JobRecord;
 use self::view::{JobView, Members, Seen, Shape, Sources};
 use crate::backend::{
@@ -147,27 +147,52 @@ impl SlurmBackend {
         Ok(scontrol::parse(&out.stdout))
     }
 
-    /// The batch script of job `id`: the ledger's copy, else the controller's (while it holds
-    /// the job), else the accounting database's (`AccountingStoreFlags=job_script`); kept.
-    /// `one` names one job that ran it (`16_2` for an array, whose every task shares it): the
-    /// database prints the script once per job it is asked about, 10,000 times for a
-    /// 10,000-task array asked by its id.
-    async fn script(&self, id: u64, one: &str) -> Result<Option<String>, BackendError> {
+    /// The batch script of job `id` whose run is described by `owner`: the ledger's copy, else
+    /// the controller's (while it holds the job), else the accounting database's
+    /// (`AccountingStoreFlags=job_script`); kept. `one` names one job that ran it (`16_2` for an
+    /// array, whose every task shares it): the database prints the script once per job it is
+    /// asked about, 10,000 times for a 10,000-task array asked by its id.
+    ///
+    /// Slurm can hand a purged job's id to a new job, so every source is checked to be
+    /// `owner`'s job (same name, directory and user) before its script is used; a copy kept for
+    /// another job, or without a record of whose it is, is not used.
+    /// `held`: whether the controller holds job `id` as `owner`'s job ([`ScriptOwner::held_in`]).
+    async fn script(
+        &self,
+        id: u64,
+        one: &str,
+        owner: &ScriptOwner,
+        held: bool,
+    ) -> Result<Option<String>, BackendError> {
         let ledger = self.ledger().await?;
         let path = ledger.script(id);
-        if let Ok(s) = std::fs::read_to_string(&path) {
+        let owner_path = ledger.script_owner(id);
+        let kept_owner: Option<ScriptOwner> =
+            std::fs::read(&owner_path).ok().and_then(|b| serde_json::from_slice(&b).ok());
+        if kept_owner.as_ref() == Some(owner)
+            && let Ok(s) = std::fs::read_to_string(&path)
+        {
             // A copy kept by an earlier version may hold every task's script in a row.
             return Ok(Some(sacct::first_batch_script(&s)));
         }
-        let out = self.cli.run("scontrol", &["write", "batch_script", &id.to_string(), "-"]).await?;
-        let mut script = (out.ok() && out.stdout.starts_with("#!")).then(|| out.stdout.clone());
+        let mut script = None;
+        if held {
+            let out = self.cli.run("scontrol", &["write", "batch_script", &id.to_string(), "-"]).await?;
+            script = (out.ok() && out.stdout.starts_with("#!")).then(|| out.stdout.clone());
+        }
         if script.is_none() {
-            let out = self.cli.run("sacct", &["--batch-script", "-j", one]).await?;
-            let body = sacct::first_batch_script(&out.stdout);
-            script = body.starts_with("#!").then_some(body);
+            // sacct without -D describes the newest job of that id: it must be owner's.
+            let newest = self.cli.run("sacct", &["-X", "-n", "-P", "-j", one, "-o", sacct::OWNER_FIELDS]).await?;
+            if newest.ok() && sacct::owner_matches(&newest.stdout, owner) {
+                let out = self.cli.run("sacct", &["--batch-script", "-j", one]).await?;
+                let body = sacct::first_batch_script(&out.stdout);
+                script = body.starts_with("#!").then_some(body);
+            }
         }
         if let Some(s) = &script {
             crate::fsutil::write_atomic(&path, s.as_bytes()).map_err(|e| BackendError::io(&path, e))?;
+            let bytes = serde_json::to_vec(owner).map_err(|e| BackendError::Internal(e.to_string()))?;
+            crate::fsutil::write_atomic(&owner_path, &bytes).map_err(|e| BackendError::io(&owner_path, e))?;
         }
         Ok(script)
     }
@@ -230,10 +255,25 @@ impl SlurmBackend {
         ids.sort();
         ids.dedup();
         let rows = if ids.len() == 1 { first } else { self.sacct(&ids).await? };
+        // Whose job each id names now (its newest run), for the scripts kept under it.
+        let owners: HashMap<u64, ScriptOwner> = ids
+            .iter()
+            .filter_map(|id| id.parse::<u64>().ok())
+            .filter_map(|id| {
+                rows.iter()
+                    .filter(|r| r.step.is_none() && (r.array.is_some_and(|(a, _)| a == id) || r.raw_id == id))
+                    .max_by_key(|r| r.submit)
+                    .map(|r| (id, ScriptOwner::of(r)))
+            })
+            .collect();
         // The controller's records, for output paths of runs it still holds.
         let mut records = HashMap::new();
+        let mut held = HashSet::new();
         for id in &ids {
             for r in self.records(id).await? {
+                if let Some(n) = id.parse::<u64>().ok().filter(|n| owners.get(n).is_some_and(|o| o.held_in(&r))) {
+                    held.insert(n);
+                }
                 if let Some(raw) = r.job_id() {
                     records.insert(raw, r);
                 }
@@ -265,7 +305,8 @@ impl SlurmBackend {
                 .iter()
                 .find(|r| r.step.is_none() && r.array.is_some_and(|(a, _)| a == id))
                 .map_or_else(|| id.to_string(), |r| r.key.clone());
-            if let Some(script) = self.script(id, &one).await? {
+            let Some(owner) = owners.get(&id) else { continue };
+            if let Some(script) = self.script(id, &one, owner, held.contains(&id)).await? {
                 patterns.insert(id, view::script_patterns(&script));
             }
         }

@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
 use super::SlurmBackend;
-use super::ledger::{Book, Decision, End, Entry, Incarnation, Ledger, decision_id};
+use super::ledger::{Book, Decision, End, Entry, Incarnation, Ledger, ScriptOwner, decision_id};
 use super::sacct;
 use super::view::{self, JobView, RunInfo};
 use crate::backend::{AuditEvent, BackendError, FailMove, MoveOutcome, ResourceChange, RetryMove};
@@ -250,10 +250,12 @@ impl SlurmBackend {
     async fn resubmit(&self, group: &[Go], change: &ResourceChange) -> Result<(u64, Timestamp), BackendError> {
         let first = &group[0].run;
         let inc = first.incarnation;
-        self.script(inc.job_id, &first.target).await?.ok_or_else(|| BackendError::Command {
+        let owner = ScriptOwner::of(&first.run.job);
+        let held = self.records(&inc.job_id.to_string()).await?.iter().any(|r| owner.held_in(r));
+        self.script(inc.job_id, &first.target, &owner, held).await?.ok_or_else(|| BackendError::Command {
             command: format!("scontrol write batch_script {}", inc.job_id),
             why: format!(
-                "the controller no longer holds job {} and its batch script was never saved (set AccountingStoreFlags=job_script in slurm.conf so `sacct --batch-script` keeps scripts); resubmit it by hand",
+                "the controller no longer holds job {} and its batch script was never saved, or what was saved under that id is another job's (Slurm reissues the ids of purged jobs); set AccountingStoreFlags=job_script in slurm.conf so `sacct --batch-script` keeps scripts, or resubmit it by hand",
                 inc.job_id
             ),
             transient: false,

@@ -37,6 +37,23 @@ use jiff::tz::TimeZone;
 pub const SACCT_FIELDS: &str =
     "JobID,JobIDRaw,JobName,State,ExitCode,Submit,Start,End,NodeList,ReqMem,Timelimit,WorkDir,User";
 
+/// The `--format` list [`owner_matches`] reads: whose job a record is.
+pub const OWNER_FIELDS: &str = "JobName,WorkDir,User";
+
+/// Whether every row of `sacct -X -n -P -o OWNER_FIELDS` (at least one) is `owner`'s job.
+pub fn owner_matches(text: &str, owner: &super::ledger::ScriptOwner) -> bool {
+    let mut rows = text.lines().filter(|l| !l.trim().is_empty()).peekable();
+    rows.peek().is_some()
+        && rows.all(|l| {
+            let f: Vec<&str> = l.split('|').collect();
+            let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
+            f.len() == 3
+                && f[0] == owner.name
+                && some(f[1]) == owner.work_dir
+                && (owner.user.is_none() || some(f[2]) == owner.user)
+        })
+}
+
 /// How many columns a row of [`SACCT_FIELDS`] has.
 const COLUMNS: usize = 13;
 
@@ -389,6 +406,18 @@ impl Run {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_script_is_used_only_for_its_own_job() {
+        use crate::backend::slurm::ledger::ScriptOwner;
+        let owner = ScriptOwner { name: "tri-oom".into(), work_dir: Some("/w".into()), user: Some("ana".into()) };
+        assert!(owner_matches("tri-oom|/w|ana\n", &owner));
+        assert!(!owner_matches("", &owner), "no record: nothing to check against");
+        assert!(!owner_matches("other|/w|ana\n", &owner), "the id now names another job");
+        assert!(!owner_matches("tri-oom|/elsewhere|ana\n", &owner));
+        assert!(!owner_matches("tri-oom|/w|bob\n", &owner));
+        assert!(!owner_matches("tri-oom|/w|ana\nother|/w|ana\n", &owner));
+    }
 
     #[test]
     fn batch_scripts_of_an_array_come_once() {
