@@ -36,22 +36,52 @@ fn text(o: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
+/// When each job id these tests submitted was submitted (a second early). Slurm hands the ids
+/// of purged jobs out again after a `scontrol reconfigure` (which `min_job_age` runs), so
+/// `sacct -D -j ID` can list an earlier job's runs too: [`sacct`] and [`wait_ended`] leave out
+/// the runs of an id submitted before this.
+static SUBMITTED: std::sync::Mutex<Vec<(u64, jiff::Timestamp)>> = std::sync::Mutex::new(Vec::new());
+
+fn note_submitted(id: u64, at: jiff::Timestamp) {
+    SUBMITTED.lock().unwrap_or_else(|p| p.into_inner()).push((id, at));
+}
+
+/// Whether a row of job `job_id` (`96`, `16_2`) submitted at `submit` is of the job these
+/// tests submitted last under that id.
+fn ours(job_id: &str, submit: &str) -> bool {
+    let Some(id) = job_id.split(['_', '.']).next().and_then(|s| s.parse::<u64>().ok()) else { return true };
+    let Some(since) =
+        SUBMITTED.lock().unwrap_or_else(|p| p.into_inner()).iter().rev().find(|(i, _)| *i == id).map(|(_, t)| *t)
+    else {
+        return true;
+    };
+    let tz = jiff::tz::TimeZone::system();
+    match submit.parse::<jiff::civil::DateTime>().ok().and_then(|d| d.to_zoned(tz).ok()) {
+        Some(z) => z.timestamp() >= since,
+        None => true,
+    }
+}
+
 fn sbatch(dir: &Path, args: &[&str]) -> u64 {
     let mut all = vec!["--parsable", "-D", dir.to_str().unwrap()];
     all.extend_from_slice(args);
+    let before = jiff::Timestamp::now() - jiff::SignedDuration::from_secs(1);
     let o = run("sbatch", &all);
     assert!(o.status.success(), "sbatch {all:?}: {}", text(&o));
-    String::from_utf8_lossy(&o.stdout).trim().parse().unwrap_or_else(|_| panic!("sbatch printed {}", text(&o)))
+    let id =
+        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap_or_else(|_| panic!("sbatch printed {}", text(&o)));
+    note_submitted(id, before);
+    id
 }
 
 /// The final runs of `ids` as sacct shows them: `(JobID, State, ReqMem)` for job rows.
 fn sacct(ids: &str) -> Vec<(String, String, String)> {
-    let o = run("sacct", &["-D", "-P", "-n", "-X", "-j", ids, "-o", "JobID,State,ReqMem,JobName"]);
+    let o = run("sacct", &["-D", "-P", "-n", "-X", "-j", ids, "-o", "JobID,State,ReqMem,JobName,Submit"]);
     String::from_utf8_lossy(&o.stdout)
         .lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split('|').collect();
-            (f.len() >= 4).then(|| (f[0].to_string(), f[1].to_string(), f[2].to_string()))
+            (f.len() >= 5 && ours(f[0], f[4])).then(|| (f[0].to_string(), f[1].to_string(), f[2].to_string()))
         })
         .collect()
 }
@@ -91,10 +121,13 @@ fn wait_ended_since(id: u64, since: jiff::Timestamp) -> Vec<(String, String, Str
 fn wait_ended(ids: &str, at_least_rows: usize) {
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
-        let o = run("sacct", &["-D", "-P", "-n", "-X", "-j", ids, "-o", "JobID,State,JobName,WorkDir"]);
+        let o = run("sacct", &["-D", "-P", "-n", "-X", "-j", ids, "-o", "JobID,State,JobName,WorkDir,Submit"]);
         let out = String::from_utf8_lossy(&o.stdout).to_string();
-        let rows: Vec<Vec<&str>> =
-            out.lines().map(|l| l.split('|').collect()).filter(|f: &Vec<&str>| f.len() >= 4).collect();
+        let rows: Vec<Vec<&str>> = out
+            .lines()
+            .map(|l| l.split('|').collect())
+            .filter(|f: &Vec<&str>| f.len() >= 5 && ours(f[0], f[4]))
+            .collect();
         let mut last: std::collections::HashMap<&str, &Vec<&str>> = std::collections::HashMap::new();
         for r in &rows {
             last.insert(r[0], r);
@@ -579,11 +612,14 @@ fn slurm_node_failure_preemption_timeout_and_a_crash_after_sbatch() {
     wait_ended(&low.to_string(), 2);
     assert_eq!(sacct(&low.to_string()).last().unwrap().1, "COMPLETED");
 
-    // A time limit: retried with more time; and the process dies right after `sbatch` (the
-    // controller forgot the job, so the retry is a resubmission): the next run finds the new
-    // job by its comment and records it, instead of submitting a second one.
+    // A time limit on a job that was making progress: retried with more time; and the process
+    // dies right after `sbatch` (the controller forgot the job, so the retry is a
+    // resubmission): the next run finds the new job by its comment and records it, instead of
+    // submitting a second one.
     let name = format!("tri-timeout-{}", std::process::id());
-    let tmo = sbatch(dir, &[&format!("--job-name={name}"), "--time=0:05", "--wrap", &once("tmo")]);
+    let progressing = "if [ -f tmo.marker ]; then echo second run; exit 0; fi; touch tmo.marker; \
+                       for i in $(seq 1 100); do echo \"processed chunk $i\"; sleep 5; done";
+    let tmo = sbatch(dir, &[&format!("--job-name={name}"), "--time=0:05", "--wrap", progressing]);
     wait_ended(&tmo.to_string(), 1);
     assert_eq!(sacct(&tmo.to_string())[0].1, "TIMEOUT");
     let seen = triage(&state, &["run", "--workflow", &tmo.to_string(), "--agent", "rules", "--dry-run", "--json"]);
@@ -616,6 +652,8 @@ fn slurm_node_failure_preemption_timeout_and_a_crash_after_sbatch() {
         ledger(&state).into_iter().filter(|e| e["entry"] == "done" && e["resubmitted"].is_object()).collect();
     assert_eq!(resubmissions.len(), 1, "one new job, not two: {resubmissions:?}");
     let new_id = resubmissions[0]["resubmitted"]["job_id"].as_u64().unwrap();
+    let since: jiff::Timestamp = resubmissions[0]["resubmitted"]["since"].as_str().expect("since").parse().unwrap();
+    note_submitted(new_id, since);
     // (After it ended: for its first seconds sacct shows a new job under the name `allocation`.)
     wait_ended(&new_id.to_string(), 1);
     let by_name = run("sacct", &["-X", "-n", "-P", &format!("--name={name}"), "-o", "JobID"]);

@@ -29,6 +29,7 @@ mod cli;
 pub mod filename;
 pub mod ledger;
 mod moves;
+mod reissued;
 pub mod sacct;
 pub mod scontrol;
 pub mod view;

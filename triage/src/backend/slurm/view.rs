@@ -161,8 +161,13 @@ pub fn build(src: &Sources<'_>) -> Vec<JobView> {
     // Runs by triage job id, with the incarnation they belong to.
     let resubmitted = Resubmitted::of(src.book, src.workflow_id);
     let mut by_job: BTreeMap<i64, Vec<(Incarnation, Run)>> = BTreeMap::new();
-    for run in sacct::runs(src.rows.clone()) {
+    let runs = sacct::runs(src.rows.clone());
+    let earlier = super::reissued::earlier_jobs(&runs, src.book);
+    for run in runs {
         let submit = run.job.submit;
+        if submit.is_some_and(|s| earlier.contains(&RunKey { raw_id: run.job.raw_id, submit: s })) {
+            continue;
+        }
         let (inc, job_id) = match (src.shape, run.job.array) {
             (Shape::Array, Some((array, task))) => match resubmitted.carrier(array, Some(task), submit) {
                 Some(found) => found,
