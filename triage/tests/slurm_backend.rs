@@ -103,16 +103,9 @@ fn sacct_since(ids: &str, since: jiff::Timestamp) -> Vec<(String, String, String
 /// Wait until job `id` has a run submitted at or after `since` and its runs since then have
 /// ended (the id may have earlier runs of another job), and return them like [`sacct`].
 fn wait_ended_since(id: u64, since: jiff::Timestamp) -> Vec<(String, String, String)> {
-    let deadline = Instant::now() + Duration::from_secs(180);
-    loop {
-        let runs = sacct_since(&id.to_string(), since);
-        let busy = |s: &str| matches!(s, "PENDING" | "RUNNING" | "REQUEUED" | "COMPLETING" | "CONFIGURING");
-        if !runs.is_empty() && !runs.iter().any(|r| busy(&r.1)) {
-            return runs;
-        }
-        assert!(Instant::now() < deadline, "job {id} did not end: {runs:?}");
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    note_submitted(id, since);
+    wait_ended(&id.to_string(), 1);
+    sacct_since(&id.to_string(), since)
 }
 
 /// Wait until every job of `ids` has ended: the last run of each is over (a `REQUEUED` row
