@@ -34,10 +34,16 @@ impl GlobalArgs {
 
 /// Send `tracing` output to stderr; stdout belongs to the requested output.
 pub fn init_logging(level: Option<&str>) {
-    let filter = match level {
-        Some(l) => tracing_subscriber::EnvFilter::new(l),
-        None => tracing_subscriber::EnvFilter::try_from_default_env()
-            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-    };
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    // A level (`warn`) or per-target levels (`triage=debug,rmcp=info`), as RUST_LOG gives them;
+    // what does not parse leaves the default, `warn`.
+    let spec = level.map(str::to_string).or_else(|| std::env::var("RUST_LOG").ok());
+    let filter = spec
+        .and_then(|s| s.parse::<tracing_subscriber::filter::Targets>().ok())
+        .unwrap_or_else(|| tracing_subscriber::filter::Targets::new().with_default(tracing::Level::WARN));
+    let _ = tracing_subscriber::registry()
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        .with(filter)
+        .try_init();
 }

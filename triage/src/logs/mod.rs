@@ -18,6 +18,7 @@ mod normalize;
 #[cfg(test)]
 mod normalize_reference;
 mod normalize_scan;
+mod rule;
 mod signature;
 mod tail;
 

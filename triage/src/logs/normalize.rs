@@ -30,64 +30,49 @@
 //! 11. whitespace runs collapse to one space; the line is trimmed.
 
 use std::borrow::Cow;
-use std::sync::LazyLock;
-
-use regex::Regex;
 
 use super::normalize_scan as scan;
-
-fn re(pattern: &str) -> Regex {
-    Regex::new(pattern).expect("built-in normalization patterns are valid")
-}
+use super::rule::{Rule, rule};
 
 const HOSTY: &str = r"[A-Za-z][\w\-\[\],]*\d[\w\-\[\],]*";
 
 /// Timestamps, as alternatives of one pattern (leftmost wins, then the first listed): glog and
 /// c10 prefixes, ISO 8601, syslog and `date` stamps, bare times.
-static TIMESTAMP: LazyLock<Regex> = LazyLock::new(|| {
-    re(&[
+static TIMESTAMP: Rule = rule!(&[
         r"\b[IWEF]\d{3,4} \d{1,2}:\d{2}:\d{2}(?:\.\d+)?",
         r"\b\d{4}[-/]\d{2}[-/]\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)?(?:Z\b|[+-]\d{2}:?\d{2}\b)?",
         r"\b(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,?\s+)?(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2},?(?:\s+\d{4})?\s+\d{1,2}:\d{2}:\d{2}(?:\.\d+)?(?:\s+(?:UTC|GMT|[A-Z][SD]T|CES?T|[+-]\d{4}))?(?:\s+\d{4}\b)?",
         r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b",
     ]
-    .join("|"))
-});
-static QUOTED: LazyLock<Regex> = LazyLock::new(|| re(r#"\B'[^'\n]*'\B|\B"[^"\n]*"\B|`[^`\n]*`|‘[^’\n]*’|“[^”\n]*”"#));
-static URL: LazyLock<Regex> = LazyLock::new(|| re(r#"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'"<>]+"#));
-static UUID: LazyLock<Regex> =
-    LazyLock::new(|| re(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"));
-static IPV4: LazyLock<Regex> = LazyLock::new(|| re(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b"));
-static IPV6: LazyLock<Regex> =
-    LazyLock::new(|| re(r"\[?\b[0-9a-fA-F]{0,4}(?::[0-9a-fA-F]{0,4}){1,6}:[0-9a-fA-F]{1,4}\b\]?"));
-static PATH: LazyLock<Regex> = LazyLock::new(|| re(r#"(?:^|[\s=:'"(\[,])(?:~|\.{1,2})?(?:/[^\s/:'"(),\[\]<>]+)+/?"#));
-static FQDN: LazyLock<Regex> = LazyLock::new(|| re(r"\b[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+){2,}\b"));
-static NUMBERED_HOST: LazyLock<Regex> = LazyLock::new(|| re(r"^[A-Za-z]+(?:-[A-Za-z]+)*-?\d+(?:-\d+)*$"));
-static HOST_AFTER_WORD: LazyLock<Regex> = LazyLock::new(|| {
-    re(&format!(r"(?i)\b(?:on|node|nodes|host|hostname|nodename|nodelist|server|peer)\b[\s:=]+{HOSTY}"))
-});
-static HOST_PORT: LazyLock<Regex> = LazyLock::new(|| re(r"\[?\b[A-Za-z][A-Za-z0-9-]*\d[A-Za-z0-9-]*\]?:\d{1,5}\b\]?"));
-static HOST_TASK: LazyLock<Regex> = LazyLock::new(|| re(&format!(r"\b{HOSTY}: tasks? [\d,\-]+:")));
-static HOST_AT: LazyLock<Regex> = LazyLock::new(|| re(&format!(r"@{HOSTY}")));
-static IDS: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)\b(?:job|step|task|array task|array_task_id|jobid|job_id|step_?id|task_?id)\b[\s:=#]*[\w\[\]-]*\d[\w\[\]-]*(?:\.[\w\[\]-]+)*",
-    )
-});
-static HEX: LazyLock<Regex> = LazyLock::new(|| re(r"\b0[xX][0-9a-fA-F]+\b|\b[0-9a-fA-F]{6,}\b"));
-static TMP: LazyLock<Regex> = LazyLock::new(|| re(r"\btmp(?:\.[A-Za-z0-9]{6,}|[A-Za-z0-9_]{6,})\b"));
+    .join("|"));
+static QUOTED: Rule = rule!(r#"\B'[^'\n]*'\B|\B"[^"\n]*"\B|`[^`\n]*`|‘[^’\n]*’|“[^”\n]*”"#);
+static URL: Rule = rule!(r#"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'"<>]+"#);
+static UUID: Rule = rule!(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b");
+static IPV4: Rule = rule!(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b");
+static IPV6: Rule = rule!(r"\[?\b[0-9a-fA-F]{0,4}(?::[0-9a-fA-F]{0,4}){1,6}:[0-9a-fA-F]{1,4}\b\]?");
+static PATH: Rule = rule!(r#"(?:^|[\s=:'"(\[,])(?:~|\.{1,2})?(?:/[^\s/:'"(),\[\]<>]+)+/?"#);
+static FQDN: Rule = rule!(r"\b[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+){2,}\b");
+static NUMBERED_HOST: Rule = rule!(r"^[A-Za-z]+(?:-[A-Za-z]+)*-?\d+(?:-\d+)*$");
+static HOST_AFTER_WORD: Rule =
+    rule!(&format!(r"(?i)\b(?:on|node|nodes|host|hostname|nodename|nodelist|server|peer)\b[\s:=]+{HOSTY}"));
+static HOST_PORT: Rule = rule!(r"\[?\b[A-Za-z][A-Za-z0-9-]*\d[A-Za-z0-9-]*\]?:\d{1,5}\b\]?");
+static HOST_TASK: Rule = rule!(&format!(r"\b{HOSTY}: tasks? [\d,\-]+:"));
+static HOST_AT: Rule = rule!(&format!(r"@{HOSTY}"));
+static IDS: Rule = rule!(
+    r"(?i)\b(?:job|step|task|array task|array_task_id|jobid|job_id|step_?id|task_?id)\b[\s:=#]*[\w\[\]-]*\d[\w\[\]-]*(?:\.[\w\[\]-]+)*",
+);
+static HEX: Rule = rule!(r"\b0[xX][0-9a-fA-F]+\b|\b[0-9a-fA-F]{6,}\b");
+static TMP: Rule = rule!(r"\btmp(?:\.[A-Za-z0-9]{6,}|[A-Za-z0-9_]{6,})\b");
 /// Numbers: one after a keyword whose value matters (kept), a memory size (`<size>`), or any
 /// other number (`<n>`); the kind is told by the match's first and last characters.
-static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
-    re(&[
+static NUMBER: Rule = rule!(&[
         // ASCII rules (`-u`), so that `shape_key` can tell these keywords byte by byte.
         r"(?i-u:\b(?:exit(?:ed)?(?: with)?(?: exit)? ?(?:code|status)|exit_?code|return ?code|returncode|rc|signal|sig|errno|status|code|error)\b[\s:=#(]*-?[0-9]+)",
         r"(?i:\b\d+(?:\.\d+)?(?:\s?(?:[kmgtpe]i?b|bytes?)|[kmgt])\b)",
         r"\d+(?:[.,]\d+)*",
     ]
-    .join("|"))
-});
-static PLURAL: LazyLock<Regex> = LazyLock::new(|| re(r"<n> (?:[\w-]+ )?\w{3,}[^s\W]s\b"));
+    .join("|"));
+static PLURAL: Rule = rule!(r"<n> (?:[\w-]+ )?\w{3,}[^s\W]s\b");
 /// One line with its noise folded (see the module documentation for the rules).
 ///
 /// ```
@@ -380,8 +365,8 @@ fn has_hex_run(s: &str) -> bool {
 }
 
 /// Replaces every match of `rule` in `s` by `replace(matched text)`.
-fn apply(s: String, rule: &Regex, replace: impl Fn(&str) -> Cow<'_, str>) -> String {
-    let spans: Vec<(usize, usize)> = rule.find_iter(&s).map(|m| (m.start(), m.end())).collect();
+fn apply(s: String, rule: &Rule, replace: impl Fn(&str) -> Cow<'_, str>) -> String {
+    let spans = rule.spans(&s);
     replace_spans(s, spans, replace)
 }
 

@@ -31,13 +31,12 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::rc::Rc;
 use std::str::FromStr;
-use std::sync::LazyLock;
 
-use regex::Regex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::normalize::{digit_key, fold_noise, may_keep_a_number, shape_key, terminal_text};
+use super::rule::{Rule, rule};
 
 /// How many distinct normalized lines, from the end, a signature looks at.
 pub const REGION_LINES: usize = 8;
@@ -314,34 +313,21 @@ fn kind(line: &str) -> Kind {
     }
 }
 
-fn re(pattern: &str) -> Regex {
-    Regex::new(pattern).expect("built-in signature patterns are valid")
-}
-
-static PROGRESS: LazyLock<Regex> = LazyLock::new(|| re(r"<n>%\s*\||\[[=#>\-. ]{4,}\]|<n>(?:\.<n>)?\s*(?:it|s)/s\b"));
-static STEP_CANCELLED: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\*\*\* step \S+ on \S+ cancelled at <ts> \*\*\*"));
-static LAUNCHER: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)exited with exit code|job step aborted|terminating job step|mpirun noticed|primary job\s+terminated|force terminated|one or more processes|has exited due to|^srun: error: .*(?:task|step)",
-    )
-});
-static RESOURCE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)oom[-_ ]?kill|out[-_ ]of[-_ ]memory|\boom\b|\bcancell?ed\b|time limit|preempt|node[-_ ]fail|\bkilled\b|memory limit|exceeded .*memory|bus error|sigkill|sigbus|no space left",
-    )
-});
-static EXCEPTION: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)^(?:\S+\s)?[a-z_][\w.]*(?:error|exception|exit|interrupt|fault|failure)(?::|$)|panicked at|segmentation fault|core dumped|\bfatal\b|terminate called|\baborted\b|assertion .*failed|^error\b|\berror:",
-    )
-});
-static ERROR: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)\berrors?\b|[a-z](?:error|exception)s?\b|\bexceptions?\b|\bfail(?:ed|ures?|s)?\b|denied|refused|unreachable|timed? ?out|timeout|not found|no such|cannot|can't|unable|invalid|illegal|\babort|panic|signal",
-    )
-});
-static CONTEXT: LazyLock<Regex> =
-    LazyLock::new(|| re(r"^File <str>, line <n>, in |^Traceback \(most recent call last\)"));
+static PROGRESS: Rule = rule!(r"<n>%\s*\||\[[=#>\-. ]{4,}\]|<n>(?:\.<n>)?\s*(?:it|s)/s\b");
+static STEP_CANCELLED: Rule = rule!(r"(?i)\*\*\* step \S+ on \S+ cancelled at <ts> \*\*\*");
+static LAUNCHER: Rule = rule!(
+    r"(?i)exited with exit code|job step aborted|terminating job step|mpirun noticed|primary job\s+terminated|force terminated|one or more processes|has exited due to|^srun: error: .*(?:task|step)",
+);
+static RESOURCE: Rule = rule!(
+    r"(?i)oom[-_ ]?kill|out[-_ ]of[-_ ]memory|\boom\b|\bcancell?ed\b|time limit|preempt|node[-_ ]fail|\bkilled\b|memory limit|exceeded .*memory|bus error|sigkill|sigbus|no space left",
+);
+static EXCEPTION: Rule = rule!(
+    r"(?i)^(?:\S+\s)?[a-z_][\w.]*(?:error|exception|exit|interrupt|fault|failure)(?::|$)|panicked at|segmentation fault|core dumped|\bfatal\b|terminate called|\baborted\b|assertion .*failed|^error\b|\berror:",
+);
+static ERROR: Rule = rule!(
+    r"(?i)\berrors?\b|[a-z](?:error|exception)s?\b|\bexceptions?\b|\bfail(?:ed|ures?|s)?\b|denied|refused|unreachable|timed? ?out|timeout|not found|no such|cannot|can't|unable|invalid|illegal|\babort|panic|signal",
+);
+static CONTEXT: Rule = rule!(r"^File <str>, line <n>, in |^Traceback \(most recent call last\)");
 
 fn cut_chars(line: &str, max: usize) -> String {
     match line.char_indices().nth(max) {
