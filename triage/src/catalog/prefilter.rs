@@ -464,7 +464,7 @@ impl Prefilter {
             while let Some(&(at, _)) = hits.get(i) {
                 let start = memchr::memrchr(b'\n', bytes.get(..at).unwrap_or(&[])).map_or(0, |k| k + 1);
                 let end = memchr::memchr(b'\n', bytes.get(at..).unwrap_or(&[])).map_or(bytes.len(), |k| at + k);
-                let next = i + hits.get(i..).map_or(0, |h| h.partition_point(|h| h.0 < end));
+                let next = hits_before(&hits, i, end);
                 if let Some(line) = line_at(text, start, end)
                     && self.check_line(end + 1, line.as_bytes(), hits.get(i..next).unwrap_or(&[]), &mut scratch)
                 {
@@ -478,7 +478,7 @@ impl Prefilter {
             let (mut i, mut start) = (0usize, 0usize);
             let ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
             for (number, end) in ends.enumerate() {
-                let next = i + hits.get(i..).map_or(0, |h| h.partition_point(|h| h.0 < end));
+                let next = hits_before(&hits, i, end);
                 if let Some(line) = line_at(text, start, end)
                     && self.check_line(end + 1, line.as_bytes(), hits.get(i..next).unwrap_or(&[]), &mut scratch)
                 {
@@ -554,6 +554,16 @@ impl Prefilter {
         }
         found
     }
+}
+
+/// The end of the run of `hits` from `i` on that are before `end` (a line's few hits: a linear
+/// walk beats a binary search).
+fn hits_before(hits: &[(usize, usize)], i: usize, end: usize) -> usize {
+    let mut next = i;
+    while hits.get(next).is_some_and(|h| h.0 < end) {
+        next += 1;
+    }
+    next
 }
 
 /// The line from `start` to `end` without its `\r`, if not empty.
