@@ -23,9 +23,12 @@
 //!    for `oom[-_]kill`); an alternation needs one of its branches' needs; a group or a
 //!    repetition of at least one needs its body's; anything else (a class, a look-around, an
 //!    optional part) needs nothing;
-//! 3. the anchors are the best literal set the need implies: for "all of", the set with the
-//!    longest shortest literal (up to 8 bytes), then the fewest literals; for "one of", the
-//!    union of each branch's anchors. So `\b(?:loss|weights?)\b.{0,20}=\s*nan\b` is anchored
+//! 3. the anchors are the best literal set the need implies: for "all of", the set that lines
+//!    of real tails are least likely to have (estimated from the corpus's counts of 3- and
+//!    4-byte windows, `freq.rs`: `(?i)\bOut of memory: Kill(?:ed)? process\b` is anchored on
+//!    `out of memory: kill`, not on the ` process` of every "processed" line), then the one
+//!    with the longest shortest literal (up to 8 bytes), then the fewest literals; for "one
+//!    of", the union of each branch's anchors. So `\b(?:loss|weights?)\b.{0,20}=\s*nan\b` is anchored
 //!    on `loss` and `weight` and then needs `nan` on the same line, and
 //!    `\b403\b.{0,3}\bForbidden\b|status[:=]403\b` is anchored on `forbidden` and `status`.
 
@@ -34,6 +37,7 @@ use regex_syntax::ParserBuilder;
 use regex_syntax::hir::literal::{ExtractKind, Extractor, Seq};
 use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, HirKind, Repetition};
 
+use super::freq;
 use super::grams::Grams;
 
 /// A pattern's literals must be at least this long to be used (shorter ones hit nearly every
@@ -45,6 +49,9 @@ const GOOD_LITERAL_LEN: usize = 8;
 
 /// A larger literal set is cut (see [`cut`]) to about this many literals.
 const MAX_SET: usize = 16;
+
+/// A literal set larger than this is not checked on candidate lines (only as anchors).
+const MAX_CHECKED: usize = 4 * MAX_SET;
 
 /// Literals are not cut shorter than this.
 const CUT_LEN: usize = 4;
@@ -138,7 +145,11 @@ impl Need {
         match self {
             Need::Nothing => None,
             Need::AnyOf(lits) => Some(lits.clone()),
-            Need::All(parts) => parts.iter().max_by_key(|p| p.anchor_key()).and_then(Need::anchors),
+            Need::All(parts) => parts
+                .iter()
+                .filter_map(|p| Some((p.anchor_cost()?, p.anchor_key()?, p)))
+                .min_by_key(|&(cost, key, _)| (cost, std::cmp::Reverse(key)))
+                .and_then(|(_, _, p)| p.anchors()),
             Need::Either(branches) => {
                 let mut union = Vec::new();
                 for b in branches {
@@ -165,6 +176,17 @@ impl Need {
                 }
                 Some((shortest, std::cmp::Reverse(count)))
             }
+        }
+    }
+
+    /// The [`cost`] of [`Need::anchors`], without building them (for "one of", the sum of the
+    /// branches' costs, at least the union's).
+    fn anchor_cost(&self) -> Option<u64> {
+        match self {
+            Need::Nothing => None,
+            Need::AnyOf(lits) => Some(cost(lits)),
+            Need::All(parts) => parts.iter().filter_map(Need::anchor_cost).min(),
+            Need::Either(branches) => branches.iter().map(Need::anchor_cost).sum(),
         }
     }
 
@@ -234,6 +256,13 @@ type Key = (usize, std::cmp::Reverse<usize>);
 fn key(lits: &[Vec<u8>]) -> Key {
     let shortest = lits.iter().map(Vec::len).min().unwrap_or(0);
     (shortest.min(GOOD_LITERAL_LEN), std::cmp::Reverse(lits.len()))
+}
+
+/// How many lines a literal set is expected to wake, relatively (the sum of its literals'
+/// corpus estimates, see `freq.rs`, and 1 per literal): the anchors of "all of" are the set
+/// that costs least.
+fn cost(lits: &[Vec<u8>]) -> u64 {
+    lits.iter().map(|l| 1 + u64::from(freq::estimate(l))).sum()
 }
 
 /// What the parser says about one pattern.
@@ -578,7 +607,9 @@ fn to_cond(need: &Need, intern: &mut impl FnMut(&[u8]) -> usize) -> Cond {
     match need {
         Need::Nothing => Cond::Always,
         // Each literal of a set costs a search on the candidate lines; the regex decides anyway.
-        Need::AnyOf(lits) if lits.len() > MAX_SET => Cond::Always,
+        // But a set of specific literals (host names) spares the regex, and its compiling on a
+        // first scan, on the lines that merely have a common anchor (`host`).
+        Need::AnyOf(lits) if lits.len() > MAX_CHECKED => Cond::Always,
         Need::AnyOf(lits) => Cond::AnyOf(lits.iter().map(|l| intern(l)).collect()),
         Need::All(parts) => Cond::All(parts.iter().map(|p| to_cond(p, intern)).collect()),
         Need::Either(parts) => Cond::Either(parts.iter().map(|p| to_cond(p, intern)).collect()),
