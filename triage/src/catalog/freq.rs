@@ -49,7 +49,6 @@ fn key_hash(key: u32) -> usize {
 }
 
 /// The corpus count of `window` (3 or 4 bytes, ASCII lowercase): 0 when it is rare.
-#[cfg(test)]
 pub(crate) fn window_count(window: &[u8]) -> u32 {
     if !(3..=4).contains(&window.len()) {
         return 0;

@@ -476,7 +476,7 @@ impl Prefilter {
     pub fn for_each_line<'t>(&self, text: &'t str, mut visit: impl FnMut(usize, &'t str, &[usize])) {
         let bytes = text.as_bytes();
         let mut hits: Vec<(usize, usize)> = Vec::new();
-        self.grams.find(bytes, |at, lit| hits.push((at, lit)));
+        self.grams.find(bytes, &mut hits);
         let mut scratch = Scratch {
             literal_seen: vec![0; self.literals.len()],
             pattern_seen: vec![0; self.conds.len()],
