@@ -210,10 +210,15 @@ fn cut(lits: &[Vec<u8>]) -> Vec<Vec<u8>> {
     let mut set = lits.to_vec();
     set.sort();
     set.dedup();
+    // `set` is sorted: the longest shared start is between neighbours. Per neighbour pair, the
+    // length of their shared start (kept up to date as runs are replaced).
+    let shared = |a: &[u8], b: &[u8]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let pairs = |set: &[Vec<u8>], from: usize, to: usize| -> Vec<usize> {
+        set.get(from..to + 1).map_or(Vec::new(), |w| w.windows(2).map(|w| shared(&w[0], &w[1])).collect())
+    };
+    let mut lens = if set.len() > MAX_SET { pairs(&set, 0, set.len() - 1) } else { Vec::new() };
     while set.len() > MAX_SET {
-        // `set` is sorted: the longest shared start is between neighbours.
-        let shared = |a: &[u8], b: &[u8]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
-        let Some((len, i)) = set.windows(2).enumerate().map(|(i, w)| (shared(&w[0], &w[1]), i)).max() else { break };
+        let Some((len, i)) = lens.iter().enumerate().map(|(i, &l)| (l, i)).max() else { break };
         if len < CUT_LEN {
             break;
         }
@@ -221,7 +226,11 @@ fn cut(lits: &[Vec<u8>]) -> Vec<Vec<u8>> {
         // The literals with that start are neighbours, from `i` on (the first is `start` itself
         // when it is in the set).
         let end = i + set[i..].iter().take_while(|l| l.starts_with(&start)).count();
+        let old_len = set.len();
         set.splice(i..end, [start]);
+        // The pairs that had a replaced literal, and those the new one has.
+        let from = i.saturating_sub(1);
+        lens.splice(from..end.min(old_len - 1), pairs(&set, from, (i + 1).min(set.len() - 1)));
     }
     // Checking containment is quadratic: only for sets of the size kept.
     if set.len() <= 4 * MAX_SET { minimal(set) } else { set }
@@ -692,6 +701,54 @@ mod tests {
         }
         eprintln!("{} patterns without literals: {without:#?}", without.len());
         assert!(without.len() * 10 < c.entries().len(), "most patterns should have literals: {without:#?}");
+    }
+
+    /// `cut` as first written (every neighbour pair measured again after each replacement).
+    fn cut_plainly(lits: &[Vec<u8>]) -> Vec<Vec<u8>> {
+        let mut set = lits.to_vec();
+        set.sort();
+        set.dedup();
+        while set.len() > MAX_SET {
+            let shared = |a: &[u8], b: &[u8]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
+            let Some((len, i)) = set.windows(2).enumerate().map(|(i, w)| (shared(&w[0], &w[1]), i)).max() else {
+                break;
+            };
+            if len < CUT_LEN {
+                break;
+            }
+            let start = set[i][..len].to_vec();
+            let end = i + set[i..].iter().take_while(|l| l.starts_with(&start)).count();
+            set.splice(i..end, [start]);
+        }
+        if set.len() <= 4 * MAX_SET { minimal(set) } else { set }
+    }
+
+    #[test]
+    fn cut_keeps_its_first_results() {
+        let mut sets: Vec<Vec<Vec<u8>>> = Vec::new();
+        let c = crate::catalog::Catalog::builtin();
+        for p in c.entries().iter().flat_map(|e| &e.patterns) {
+            let hir = ParserBuilder::new().unicode(false).utf8(false).build().parse(p).unwrap();
+            let hir = fold_ascii_case(&hir);
+            for kind in [ExtractKind::Prefix, ExtractKind::Suffix] {
+                if let Some(lits) = Extractor::new().kind(kind).extract(&hir).literals() {
+                    sets.push(lits.iter().map(|l| l.as_bytes().to_vec()).collect());
+                }
+            }
+        }
+        let words = ["access", "accessor", "token", "tokens", "expired", "abcdefgh", "abcdxyz", "abcz", "zzzz"];
+        for n in 0..200usize {
+            let set: Vec<Vec<u8>> = (0..n % 40 + 10)
+                .map(|k| {
+                    format!("{}{}{}", words[(n + k) % 9], words[(n * 7 + k * 3) % 9], k % (n % 5 + 1)).into_bytes()
+                })
+                .collect();
+            sets.push(set);
+        }
+        assert!(sets.iter().filter(|s| s.len() > MAX_SET).count() > 50);
+        for set in &sets {
+            assert_eq!(cut(set), cut_plainly(set), "{set:?}");
+        }
     }
 
     #[test]
