@@ -4,19 +4,25 @@
 //! Why not Aho-Corasick: its automaton takes one transition per byte, each a memory load that
 //! depends on the one before, so a search is bound by load latency; for the catalog's
 //! literals it ran at about 200 MiB/s as an NFA and 330 MiB/s as an 8 MB DFA. Here each
-//! position's next 8 bytes, with the ASCII case bit cleared, are hashed to one bit of a
-//! bitmap of the literals of 8 bytes or more (by their first 8 bytes), and their first 4 to
-//! one bit of a bitmap of the shorter literals (by their first 4); the tests of successive
-//! positions do not depend on each other, so the CPU overlaps them. The few positions with a
-//! bit set are checked against the literals filed under that bitmap word (the same first bytes,
-//! then the whole literal, ASCII case ignored). A 3-byte literal is filed under all 128 values
-//! its fourth byte can take once the case bit is cleared. Keying the long literals by 8 bytes
-//! matters: common words (`File`, `worker`, `exceeds`) start many of them.
+//! position's next 4 bytes, with the ASCII case bit cleared, are hashed to one bit of a bitmap
+//! of the literals' *key windows*; the tests of successive positions do not depend on each
+//! other, so the CPU overlaps them. The few positions with a bit set are checked against the
+//! literals filed under that bitmap word (the same window, then the literal's first 8 bytes
+//! where it would start, then the whole literal, ASCII case ignored).
 //!
-//! Nothing is missed: a literal that occurs at a position has the same cleared bytes there as
-//! it was filed under (bytes that are equal ignoring ASCII case differ at most in that bit), so
-//! its bit is set and its entry is checked. The tests compare every occurrence with
-//! Aho-Corasick's.
+//! A literal's key window is the 4 bytes of it that real tails have least often (by the
+//! corpus's counts, `freq.rs`): `gradient` is keyed by `dien`, not by `grad`, and `worker
+//! lost` not by the `work` of every `worker-3 processed` line. Common windows are where the
+//! time goes: each position whose window is some literal's key costs a follow-up check. A
+//! 3-byte literal is keyed by its 3 bytes, filed under all 128 values its fourth byte can take
+//! once the case bit is cleared.
+//!
+//! Nothing is missed: a literal that occurs at a position has, at its key window's offset,
+//! the same cleared bytes as it was filed under (bytes that are equal ignoring ASCII case
+//! differ at most in that bit), so that bit is set and the literal is checked there. The
+//! tests compare every occurrence with Aho-Corasick's.
+
+use super::freq;
 
 /// Bits of a bitmap index (2^18 bits: 32 KiB).
 const BITS: u32 = 18;
@@ -30,69 +36,30 @@ fn slot(key: u64) -> usize {
     (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - BITS)) as usize
 }
 
-/// One literal filed under its first bytes.
+/// One literal filed under its key window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Entry {
-    /// Its first 8 bytes (as many as it has; for a 3-byte literal, with a fourth), folded: a
-    /// cheap test before the whole literal is compared.
+    /// The key window, folded (for a 3-byte literal, with a fourth byte).
+    window: u32,
+    /// Where the key window starts in the literal.
+    offset: u32,
+    /// The literal's first 8 bytes (as many as it has), folded: a cheap test before the whole
+    /// literal is compared.
     head: u64,
     /// Which bytes of `head` it has.
     mask: u64,
     index: u32,
 }
 
-/// Literals filed by a key, by the bitmap word of the key's slot.
-#[derive(Debug, Clone)]
-struct Table {
-    /// Per bitmap word, where its entries start in `entries` (`WORDS + 1` offsets).
-    starts: Vec<u32>,
-    entries: Vec<Entry>,
-}
-
-impl Table {
-    /// From (key, entry) pairs, setting the keys' bits in `bitmap`.
-    fn new(mut filed: Vec<(u64, Entry)>, bitmap: &mut [u64; WORDS]) -> Table {
-        let mut by_word: Vec<(usize, Entry)> = filed
-            .drain(..)
-            .map(|(key, e)| {
-                set(bitmap, key);
-                (slot(key) >> 6, e)
-            })
-            .collect();
-        by_word.sort_unstable();
-        by_word.dedup();
-        let mut starts = Vec::with_capacity(WORDS + 1);
-        let mut next = 0usize;
-        for word in 0..=WORDS {
-            while by_word.get(next).is_some_and(|f| f.0 < word) {
-                next += 1;
-            }
-            starts.push(u32::try_from(next).unwrap_or(u32::MAX));
-        }
-        Table { starts, entries: by_word.into_iter().map(|(_, e)| e).collect() }
-    }
-
-    /// The entries filed under the bitmap word of `key`.
-    fn bucket(&self, key: u64) -> &[Entry] {
-        let word = slot(key) >> 6;
-        match (self.starts.get(word), self.starts.get(word + 1)) {
-            (Some(&from), Some(&to)) => self.entries.get(from as usize..to as usize).unwrap_or(&[]),
-            _ => &[],
-        }
-    }
-}
-
 /// The searcher.
 #[derive(Debug, Clone)]
 pub(crate) struct Grams {
-    /// The slots of every literal's first 4 bytes: the test at each position.
+    /// The slots of every literal's key window: the test at each position.
     bitmap: Box<[u64; WORDS]>,
-    /// The slots of the long literals' first 8 bytes: the second test, where the first holds.
-    long_bitmap: Box<[u64; WORDS]>,
-    /// Literals of 3 to 7 bytes, by their first 4 (folded).
-    short: Table,
-    /// Literals of 8 bytes or more, by their first 8 (folded).
-    long: Table,
+    /// Per bitmap word, where its entries start in `entries` (`WORDS + 1` offsets).
+    starts: Vec<u32>,
+    /// The literals by the bitmap word of their key window's slot.
+    entries: Vec<Entry>,
     literals: Vec<Vec<u8>>,
 }
 
@@ -102,8 +69,12 @@ const FIRST_4: u64 = 0xFFFF_FFFF;
 impl Grams {
     /// A searcher for `literals`, each at least 3 bytes long (shorter ones are never found).
     pub fn new(literals: &[Vec<u8>]) -> Grams {
-        let mut short = Vec::new();
-        let mut long = Vec::new();
+        let mut filed: Vec<(usize, Entry)> = Vec::new();
+        let mut bitmap = Box::new([0u64; WORDS]);
+        let mut file = |window: u64, entry: Entry| {
+            set(&mut bitmap, window);
+            filed.push((slot(window) >> 6, entry));
+        };
         for (i, lit) in literals.iter().enumerate() {
             let Ok(index) = u32::try_from(i) else { break };
             let (head, mask) = head_of(lit);
@@ -111,29 +82,47 @@ impl Grams {
                 0..=2 => {}
                 3 => {
                     for d in (0..=255u64).filter(|d| d & 0x20 == 0) {
-                        let head = head | d << 24;
-                        short.push((head & FIRST_4, Entry { head, mask: FIRST_4, index }));
+                        let window = (head | d << 24) & FIRST_4;
+                        file(window, Entry { window: window as u32, offset: 0, head, mask, index });
                     }
                 }
-                4..=7 => short.push((head & FIRST_4, Entry { head, mask, index })),
-                _ => long.push((head, Entry { head, mask, index })),
+                _ => {
+                    let offset = key_offset(lit);
+                    let (window, _) = head_of(lit.get(offset..).unwrap_or(&[]));
+                    let window = window & FIRST_4;
+                    let offset = u32::try_from(offset).unwrap_or(0);
+                    file(window, Entry { window: window as u32, offset, head, mask, index });
+                }
             }
         }
-        let mut bitmap = Box::new([0u64; WORDS]);
-        for (key, _) in &long {
-            set(&mut bitmap, key & FIRST_4);
+        filed.sort_unstable();
+        filed.dedup();
+        let mut starts = Vec::with_capacity(WORDS + 1);
+        let mut next = 0usize;
+        for word in 0..=WORDS {
+            while filed.get(next).is_some_and(|f| f.0 < word) {
+                next += 1;
+            }
+            starts.push(u32::try_from(next).unwrap_or(u32::MAX));
         }
-        let short = Table::new(short, &mut bitmap);
-        let mut long_bitmap = Box::new([0u64; WORDS]);
-        let long = Table::new(long, &mut long_bitmap);
-        Grams { bitmap, long_bitmap, short, long, literals: literals.to_vec() }
+        let entries = filed.into_iter().map(|(_, e)| e).collect();
+        Grams { bitmap, starts, entries, literals: literals.to_vec() }
     }
 
-    /// Calls `found(position, literal index)` for every occurrence of every literal in `text`
-    /// (ASCII case ignored, overlapping ones too), by ascending position.
-    pub fn find(&self, text: &[u8], mut found: impl FnMut(usize, usize)) {
-        // The hot loop: two bitmap tests per position; the rare set bits go to `check`, out
-        // of line.
+    /// Appends to `hits` every occurrence of every literal in `text` as (position, literal
+    /// index) (ASCII case ignored, overlapping ones too), by ascending position.
+    pub fn find(&self, text: &[u8], hits: &mut Vec<(usize, usize)>) {
+        let from = hits.len();
+        let mut found = |at: usize, index: usize| {
+            // A literal is found at its key window, up to a few bytes after its start: keep
+            // `hits` in order.
+            hits.push((at, index));
+            let mut i = hits.len() - 1;
+            while i > from && hits.get(i - 1).is_some_and(|h| h.0 > at) {
+                hits.swap(i - 1, i);
+                i -= 1;
+            }
+        };
         // The hot loop: 5 positions per 8-byte load, a bitmap test each; the rare set bits
         // go to `check`, out of line.
         let mut at = 0usize;
@@ -157,22 +146,47 @@ impl Grams {
         }
     }
 
-    /// Reports the literals that occur at `at`, where the first test held.
+    /// Reports the literals whose key window is at `at`, where the first test held.
     #[inline(never)]
     fn check(&self, text: &[u8], at: usize, found: &mut impl FnMut(usize, usize)) {
-        let (head, _) = head_of(text.get(at..).unwrap_or(&[]));
-        let mut report = |e: &Entry| {
-            if let Some(lit) = self.literals.get(e.index as usize)
-                && text.get(at..at + lit.len()).is_some_and(|t| t.eq_ignore_ascii_case(lit))
-            {
-                found(at, e.index as usize);
-            }
+        let (window, _) = head_of(text.get(at..).unwrap_or(&[]));
+        let window = window & FIRST_4;
+        let word = slot(window) >> 6;
+        let bucket = match (self.starts.get(word), self.starts.get(word + 1)) {
+            (Some(&from), Some(&to)) => self.entries.get(from as usize..to as usize).unwrap_or(&[]),
+            _ => &[],
         };
-        self.short.bucket(head & FIRST_4).iter().filter(|e| head & e.mask == e.head).for_each(&mut report);
-        if is_set(&self.long_bitmap, head) {
-            self.long.bucket(head).iter().filter(|e| e.head == head).for_each(&mut report);
+        for e in bucket.iter().filter(|e| u64::from(e.window) == window) {
+            let Some(start) = at.checked_sub(e.offset as usize) else { continue };
+            let (head, _) = head_of(text.get(start..).unwrap_or(&[]));
+            if head & e.mask == e.head
+                && let Some(lit) = self.literals.get(e.index as usize)
+                && text.get(start..start + lit.len()).is_some_and(|t| t.eq_ignore_ascii_case(lit))
+            {
+                found(start, e.index as usize);
+            }
         }
     }
+}
+
+/// Where the key window of `lit` (4 bytes or more) starts: its rarest 4 bytes in the corpus,
+/// the first of those.
+fn key_offset(lit: &[u8]) -> usize {
+    let mut best = (u32::MAX, 0);
+    for (k, w) in lit.windows(4).enumerate() {
+        let mut window = [0u8; 4];
+        for (d, s) in window.iter_mut().zip(w) {
+            *d = s.to_ascii_lowercase();
+        }
+        let count = freq::window_count(&window);
+        if count < best.0 {
+            best = (count, k);
+            if count == 0 {
+                break;
+            }
+        }
+    }
+    best.1
 }
 
 /// Whether the slot of `key` is set in `bitmap`.
@@ -217,7 +231,7 @@ mod tests {
 
     fn found(g: &Grams, text: &[u8]) -> Vec<(usize, usize)> {
         let mut v = Vec::new();
-        g.find(text, |at, i| v.push((at, i)));
+        g.find(text, &mut v);
         let mut sorted = v.clone();
         sorted.sort_unstable();
         assert!(v.windows(2).all(|w| w[0].0 <= w[1].0), "ascending positions");

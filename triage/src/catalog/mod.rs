@@ -60,8 +60,10 @@
 
 mod analyzers;
 mod ansi;
+mod common_grams;
 mod entry;
 mod error;
+mod freq;
 mod grams;
 mod hints;
 mod load;

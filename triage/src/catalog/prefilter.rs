@@ -23,9 +23,12 @@
 //!    for `oom[-_]kill`); an alternation needs one of its branches' needs; a group or a
 //!    repetition of at least one needs its body's; anything else (a class, a look-around, an
 //!    optional part) needs nothing;
-//! 3. the anchors are the best literal set the need implies: for "all of", the set with the
-//!    longest shortest literal (up to 8 bytes), then the fewest literals; for "one of", the
-//!    union of each branch's anchors. So `\b(?:loss|weights?)\b.{0,20}=\s*nan\b` is anchored
+//! 3. the anchors are the best literal set the need implies: for "all of", the set that lines
+//!    of real tails are least likely to have (estimated from the corpus's counts of 3- and
+//!    4-byte windows, `freq.rs`: `(?i)\bOut of memory: Kill(?:ed)? process\b` is anchored on
+//!    `out of memory: kill`, not on the ` process` of every "processed" line), then the one
+//!    with the longest shortest literal (up to 8 bytes), then the fewest literals; for "one
+//!    of", the union of each branch's anchors. So `\b(?:loss|weights?)\b.{0,20}=\s*nan\b` is anchored
 //!    on `loss` and `weight` and then needs `nan` on the same line, and
 //!    `\b403\b.{0,3}\bForbidden\b|status[:=]403\b` is anchored on `forbidden` and `status`.
 
@@ -34,6 +37,7 @@ use regex_syntax::ParserBuilder;
 use regex_syntax::hir::literal::{ExtractKind, Extractor, Seq};
 use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, HirKind, Repetition};
 
+use super::freq;
 use super::grams::Grams;
 
 /// A pattern's literals must be at least this long to be used (shorter ones hit nearly every
@@ -45,6 +49,9 @@ const GOOD_LITERAL_LEN: usize = 8;
 
 /// A larger literal set is cut (see [`cut`]) to about this many literals.
 const MAX_SET: usize = 16;
+
+/// A literal set larger than this is not checked on candidate lines (only as anchors).
+const MAX_CHECKED: usize = 4 * MAX_SET;
 
 /// Literals are not cut shorter than this.
 const CUT_LEN: usize = 4;
@@ -138,7 +145,11 @@ impl Need {
         match self {
             Need::Nothing => None,
             Need::AnyOf(lits) => Some(lits.clone()),
-            Need::All(parts) => parts.iter().max_by_key(|p| p.anchor_key()).and_then(Need::anchors),
+            Need::All(parts) => parts
+                .iter()
+                .filter_map(|p| Some((p.anchor_cost()?, p.anchor_key()?, p)))
+                .min_by_key(|&(cost, key, _)| (cost, std::cmp::Reverse(key)))
+                .and_then(|(_, _, p)| p.anchors()),
             Need::Either(branches) => {
                 let mut union = Vec::new();
                 for b in branches {
@@ -168,6 +179,17 @@ impl Need {
         }
     }
 
+    /// The [`cost`] of [`Need::anchors`], without building them (for "one of", the sum of the
+    /// branches' costs, at least the union's).
+    fn anchor_cost(&self) -> Option<u64> {
+        match self {
+            Need::Nothing => None,
+            Need::AnyOf(lits) => Some(cost(lits)),
+            Need::All(parts) => parts.iter().filter_map(Need::anchor_cost).min(),
+            Need::Either(branches) => branches.iter().map(Need::anchor_cost).sum(),
+        }
+    }
+
     /// Every literal this need names, appended to `out`.
     #[cfg(test)]
     pub fn literals(&self, out: &mut Vec<Vec<u8>>) {
@@ -188,10 +210,15 @@ fn cut(lits: &[Vec<u8>]) -> Vec<Vec<u8>> {
     let mut set = lits.to_vec();
     set.sort();
     set.dedup();
+    // `set` is sorted: the longest shared start is between neighbours. Per neighbour pair, the
+    // length of their shared start (kept up to date as runs are replaced).
+    let shared = |a: &[u8], b: &[u8]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let pairs = |set: &[Vec<u8>], from: usize, to: usize| -> Vec<usize> {
+        set.get(from..to + 1).map_or(Vec::new(), |w| w.windows(2).map(|w| shared(&w[0], &w[1])).collect())
+    };
+    let mut lens = if set.len() > MAX_SET { pairs(&set, 0, set.len() - 1) } else { Vec::new() };
     while set.len() > MAX_SET {
-        // `set` is sorted: the longest shared start is between neighbours.
-        let shared = |a: &[u8], b: &[u8]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
-        let Some((len, i)) = set.windows(2).enumerate().map(|(i, w)| (shared(&w[0], &w[1]), i)).max() else { break };
+        let Some((len, i)) = lens.iter().enumerate().map(|(i, &l)| (l, i)).max() else { break };
         if len < CUT_LEN {
             break;
         }
@@ -199,7 +226,11 @@ fn cut(lits: &[Vec<u8>]) -> Vec<Vec<u8>> {
         // The literals with that start are neighbours, from `i` on (the first is `start` itself
         // when it is in the set).
         let end = i + set[i..].iter().take_while(|l| l.starts_with(&start)).count();
+        let old_len = set.len();
         set.splice(i..end, [start]);
+        // The pairs that had a replaced literal, and those the new one has.
+        let from = i.saturating_sub(1);
+        lens.splice(from..end.min(old_len - 1), pairs(&set, from, (i + 1).min(set.len() - 1)));
     }
     // Checking containment is quadratic: only for sets of the size kept.
     if set.len() <= 4 * MAX_SET { minimal(set) } else { set }
@@ -234,6 +265,13 @@ type Key = (usize, std::cmp::Reverse<usize>);
 fn key(lits: &[Vec<u8>]) -> Key {
     let shortest = lits.iter().map(Vec::len).min().unwrap_or(0);
     (shortest.min(GOOD_LITERAL_LEN), std::cmp::Reverse(lits.len()))
+}
+
+/// How many lines a literal set is expected to wake, relatively (the sum of its literals'
+/// corpus estimates, see `freq.rs`, and 1 per literal): the anchors of "all of" are the set
+/// that costs least.
+fn cost(lits: &[Vec<u8>]) -> u64 {
+    lits.iter().map(|l| 1 + u64::from(freq::estimate(l))).sum()
 }
 
 /// What the parser says about one pattern.
@@ -447,7 +485,7 @@ impl Prefilter {
     pub fn for_each_line<'t>(&self, text: &'t str, mut visit: impl FnMut(usize, &'t str, &[usize])) {
         let bytes = text.as_bytes();
         let mut hits: Vec<(usize, usize)> = Vec::new();
-        self.grams.find(bytes, |at, lit| hits.push((at, lit)));
+        self.grams.find(bytes, &mut hits);
         let mut scratch = Scratch {
             literal_seen: vec![0; self.literals.len()],
             pattern_seen: vec![0; self.conds.len()],
@@ -464,7 +502,7 @@ impl Prefilter {
             while let Some(&(at, _)) = hits.get(i) {
                 let start = memchr::memrchr(b'\n', bytes.get(..at).unwrap_or(&[])).map_or(0, |k| k + 1);
                 let end = memchr::memchr(b'\n', bytes.get(at..).unwrap_or(&[])).map_or(bytes.len(), |k| at + k);
-                let next = i + hits.get(i..).map_or(0, |h| h.partition_point(|h| h.0 < end));
+                let next = hits_before(&hits, i, end);
                 if let Some(line) = line_at(text, start, end)
                     && self.check_line(end + 1, line.as_bytes(), hits.get(i..next).unwrap_or(&[]), &mut scratch)
                 {
@@ -478,7 +516,7 @@ impl Prefilter {
             let (mut i, mut start) = (0usize, 0usize);
             let ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
             for (number, end) in ends.enumerate() {
-                let next = i + hits.get(i..).map_or(0, |h| h.partition_point(|h| h.0 < end));
+                let next = hits_before(&hits, i, end);
                 if let Some(line) = line_at(text, start, end)
                     && self.check_line(end + 1, line.as_bytes(), hits.get(i..next).unwrap_or(&[]), &mut scratch)
                 {
@@ -556,6 +594,16 @@ impl Prefilter {
     }
 }
 
+/// The end of the run of `hits` from `i` on that are before `end` (a line's few hits: a linear
+/// walk beats a binary search).
+fn hits_before(hits: &[(usize, usize)], i: usize, end: usize) -> usize {
+    let mut next = i;
+    while hits.get(next).is_some_and(|h| h.0 < end) {
+        next += 1;
+    }
+    next
+}
+
 /// The line from `start` to `end` without its `\r`, if not empty.
 fn line_at(text: &str, start: usize, end: usize) -> Option<&str> {
     let raw = text.get(start..end)?;
@@ -568,7 +616,9 @@ fn to_cond(need: &Need, intern: &mut impl FnMut(&[u8]) -> usize) -> Cond {
     match need {
         Need::Nothing => Cond::Always,
         // Each literal of a set costs a search on the candidate lines; the regex decides anyway.
-        Need::AnyOf(lits) if lits.len() > MAX_SET => Cond::Always,
+        // But a set of specific literals (host names) spares the regex, and its compiling on a
+        // first scan, on the lines that merely have a common anchor (`host`).
+        Need::AnyOf(lits) if lits.len() > MAX_CHECKED => Cond::Always,
         Need::AnyOf(lits) => Cond::AnyOf(lits.iter().map(|l| intern(l)).collect()),
         Need::All(parts) => Cond::All(parts.iter().map(|p| to_cond(p, intern)).collect()),
         Need::Either(parts) => Cond::Either(parts.iter().map(|p| to_cond(p, intern)).collect()),
@@ -651,6 +701,54 @@ mod tests {
         }
         eprintln!("{} patterns without literals: {without:#?}", without.len());
         assert!(without.len() * 10 < c.entries().len(), "most patterns should have literals: {without:#?}");
+    }
+
+    /// `cut` as first written (every neighbour pair measured again after each replacement).
+    fn cut_plainly(lits: &[Vec<u8>]) -> Vec<Vec<u8>> {
+        let mut set = lits.to_vec();
+        set.sort();
+        set.dedup();
+        while set.len() > MAX_SET {
+            let shared = |a: &[u8], b: &[u8]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
+            let Some((len, i)) = set.windows(2).enumerate().map(|(i, w)| (shared(&w[0], &w[1]), i)).max() else {
+                break;
+            };
+            if len < CUT_LEN {
+                break;
+            }
+            let start = set[i][..len].to_vec();
+            let end = i + set[i..].iter().take_while(|l| l.starts_with(&start)).count();
+            set.splice(i..end, [start]);
+        }
+        if set.len() <= 4 * MAX_SET { minimal(set) } else { set }
+    }
+
+    #[test]
+    fn cut_keeps_its_first_results() {
+        let mut sets: Vec<Vec<Vec<u8>>> = Vec::new();
+        let c = crate::catalog::Catalog::builtin();
+        for p in c.entries().iter().flat_map(|e| &e.patterns) {
+            let hir = ParserBuilder::new().unicode(false).utf8(false).build().parse(p).unwrap();
+            let hir = fold_ascii_case(&hir);
+            for kind in [ExtractKind::Prefix, ExtractKind::Suffix] {
+                if let Some(lits) = Extractor::new().kind(kind).extract(&hir).literals() {
+                    sets.push(lits.iter().map(|l| l.as_bytes().to_vec()).collect());
+                }
+            }
+        }
+        let words = ["access", "accessor", "token", "tokens", "expired", "abcdefgh", "abcdxyz", "abcz", "zzzz"];
+        for n in 0..200usize {
+            let set: Vec<Vec<u8>> = (0..n % 40 + 10)
+                .map(|k| {
+                    format!("{}{}{}", words[(n + k) % 9], words[(n * 7 + k * 3) % 9], k % (n % 5 + 1)).into_bytes()
+                })
+                .collect();
+            sets.push(set);
+        }
+        assert!(sets.iter().filter(|s| s.len() > MAX_SET).count() > 50);
+        for set in &sets {
+            assert_eq!(cut(set), cut_plainly(set), "{set:?}");
+        }
     }
 
     #[test]

@@ -330,7 +330,7 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
     }
 
     if woken.iter().any(|w| !w.is_empty()) {
-        let lines: Vec<&str> = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
+        let lines = split_lines(&text);
         for (a, w) in woken.iter().enumerate().filter(|(_, w)| !w.is_empty()) {
             let (Some(analyzer), Some(&first)) = (analyzers::ALL.get(a), matcher.first_outcome.get(a)) else {
                 continue;
@@ -396,6 +396,19 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
         matches: cap_matches(listed, best),
         evidence,
     }
+}
+
+/// Every line of `text` (as `str::split('\n')` gives them, without a final `\r`), found with
+/// `memchr`: `split` with a `char` tests byte by byte, and an analyzer needs the whole text's lines.
+fn split_lines(text: &str) -> Vec<&str> {
+    let mut lines = Vec::with_capacity(text.len() / 64 + 1);
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', text.as_bytes()).chain(std::iter::once(text.len())) {
+        let raw = text.get(start..end).unwrap_or("");
+        lines.push(raw.strip_suffix('\r').unwrap_or(raw));
+        start = end + 1;
+    }
+    lines
 }
 
 /// Line order (line-0 matches first), at most [`Hints::MAX_MATCHES`], keeping the latest
