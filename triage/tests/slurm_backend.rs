@@ -211,15 +211,21 @@ fn cluster() -> std::sync::MutexGuard<'static, ()> {
     CLUSTER.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A scenario's turn on the cluster, its temporary folder, and the path of a policy that lets
+/// memory grow tenfold.
+fn scenario(prefix: &str) -> (std::sync::MutexGuard<'static, ()>, tempfile::TempDir, String) {
+    let one = cluster();
+    let tmp = tempfile::Builder::new().prefix(prefix).tempdir_in("/tmp").unwrap();
+    let policy = tmp.path().join("policy.toml");
+    std::fs::write(&policy, "memory_growth = 10.0\n").unwrap();
+    (one, tmp, policy.to_str().unwrap().to_string())
+}
+
 #[test]
 fn slurm_arrays_chains_requeues_and_resubmissions() {
-    let _one = cluster();
-    let tmp = tempfile::Builder::new().prefix("triage-slurm-").tempdir_in("/tmp").unwrap();
-    let dir = tmp.path();
+    let (_one, tmp, policy) = scenario("triage-slurm-");
+    let (dir, policy) = (tmp.path(), policy.as_str());
     let state = dir.join("state");
-    std::fs::write(dir.join("policy.toml"), "memory_growth = 10.0\n").unwrap();
-    let policy = dir.join("policy.toml");
-    let policy = policy.to_str().unwrap();
 
     // 1. An array: one task fine, one flaky, two real bugs, one OOM kill (cgroup).
     std::fs::write(dir.join("array.sh"), ARRAY).unwrap();
@@ -302,13 +308,7 @@ fn slurm_arrays_chains_requeues_and_resubmissions() {
     // Seen once while the controller holds it (its script and paths are kept), then forgotten.
     let first = triage(&state, &["run", "--workflow", &oom.to_string(), "--agent", "rules", "--dry-run", "--json"]);
     assert_eq!(first.status.code(), Some(0), "{}", text(&first));
-    min_job_age(2);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while run("scontrol", &["show", "job", &oom.to_string()]).status.success() {
-        assert!(Instant::now() < deadline, "the controller did not forget job {oom}");
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    min_job_age(30);
+    purge(oom);
     let o = triage(&state, &["run", "--workflow", &oom.to_string(), "--agent", "rules", "--json", "--policy", policy]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let resub = ledger(&state)
@@ -347,13 +347,9 @@ fn purge(id: u64) {
 
 #[test]
 fn slurm_a_reissued_job_id_never_resubmits_the_other_jobs_script() {
-    let _one = cluster();
-    let tmp = tempfile::Builder::new().prefix("triage-slurm-").tempdir_in("/tmp").unwrap();
-    let dir = tmp.path();
+    let (_one, tmp, policy) = scenario("triage-slurm-");
+    let (dir, policy) = (tmp.path(), policy.as_str());
     let state = dir.join("state");
-    std::fs::write(dir.join("policy.toml"), "memory_growth = 10.0\n").unwrap();
-    let policy = dir.join("policy.toml");
-    let policy = policy.to_str().unwrap();
     let oom = "python3 -c 'import time; x = bytearray(300 * 1024 * 1024); time.sleep(1)'";
     let b = sbatch(dir, &["--job-name=tri-second", "--mem=60M", "--wrap", &format!("{oom} && echo SECOND-RAN")]);
     wait_ended(&b.to_string(), 1);
@@ -448,13 +444,9 @@ fn triage_with_path(state: &Path, path_first: &Path, args: &[&str]) -> Output {
 
 #[test]
 fn slurm_sixty_tasks_batched_a_crash_mid_move_and_two_applies_at_once() {
-    let _one = cluster();
-    let tmp = tempfile::Builder::new().prefix("triage-slurm-mix-").tempdir_in("/tmp").unwrap();
-    let dir = tmp.path();
+    let (_one, tmp, policy) = scenario("triage-slurm-mix-");
+    let (dir, policy) = (tmp.path(), policy.as_str());
     let state = dir.join("state");
-    std::fs::write(dir.join("policy.toml"), "memory_growth = 10.0\n").unwrap();
-    let policy = dir.join("policy.toml");
-    let policy = policy.to_str().unwrap();
     std::fs::write(dir.join("mix.sh"), MIXED).unwrap();
     let array = sbatch(dir, &[dir.join("mix.sh").to_str().unwrap()]);
     let aid = array.to_string();
@@ -620,13 +612,7 @@ fn slurm_node_failure_preemption_timeout_and_a_crash_after_sbatch() {
     let grown = &json(&seen)["jobs"][0]["validation"]["resources"]["runtime"];
     assert_eq!(grown["before"], "PT1M", "{}", text(&seen));
     assert!(grown["after"].as_str().is_some_and(|a| a != "PT1M"), "{}", text(&seen));
-    min_job_age(2);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while run("scontrol", &["show", "job", &tmo.to_string()]).status.success() {
-        assert!(Instant::now() < deadline, "the controller did not forget job {tmo}");
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    min_job_age(30);
+    purge(tmo);
     let real = String::from_utf8_lossy(&run("sh", &["-c", "command -v sbatch"]).stdout).trim().to_string();
     let shim = dir.join("shim-sbatch");
     std::fs::create_dir_all(&shim).unwrap();
