@@ -157,13 +157,15 @@ impl SlurmBackend {
     /// Slurm can hand a purged job's id to a new job, so every source is checked to be
     /// `owner`'s job (same name, directory and user) before its script is used; a copy kept for
     /// another job, or without a record of whose it is, is not used.
-    /// `held`: whether the controller holds job `id` as `owner`'s job ([`ScriptOwner::held_in`]).
+    /// `held`: whether the controller holds job `id` as `owner`'s job ([`ScriptOwner::held_in`]);
+    /// `None`: not known yet, asked only if the kept copy is not `owner`'s (a 10,000-task array's
+    /// `scontrol show job` is large).
     async fn script(
         &self,
         id: u64,
         one: &str,
         owner: &ScriptOwner,
-        held: bool,
+        held: Option<bool>,
     ) -> Result<Option<String>, BackendError> {
         let ledger = self.ledger().await?;
         let path = ledger.script(id);
@@ -177,6 +179,10 @@ impl SlurmBackend {
             return Ok(Some(sacct::first_batch_script(&s)));
         }
         let mut script = None;
+        let held = match held {
+            Some(h) => h,
+            None => self.records(&id.to_string()).await?.iter().any(|r| owner.held_in(r)),
+        };
         if held {
             let out = self.cli.run("scontrol", &["write", "batch_script", &id.to_string(), "-"]).await?;
             script = (out.ok() && out.stdout.starts_with("#!")).then(|| out.stdout.clone());
@@ -307,7 +313,7 @@ impl SlurmBackend {
                 .find(|r| r.step.is_none() && r.array.is_some_and(|(a, _)| a == id))
                 .map_or_else(|| id.to_string(), |r| r.key.clone());
             let Some(owner) = owners.get(&id) else { continue };
-            if let Some(script) = self.script(id, &one, owner, held.contains(&id)).await? {
+            if let Some(script) = self.script(id, &one, owner, Some(held.contains(&id))).await? {
                 patterns.insert(id, view::script_patterns(&script));
             }
         }

@@ -251,8 +251,7 @@ impl SlurmBackend {
         let first = &group[0].run;
         let inc = first.incarnation;
         let owner = ScriptOwner::of(&first.run.job);
-        let held = self.records(&inc.job_id.to_string()).await?.iter().any(|r| owner.held_in(r));
-        self.script(inc.job_id, &first.target, &owner, held).await?.ok_or_else(|| BackendError::Command {
+        self.script(inc.job_id, &first.target, &owner, None).await?.ok_or_else(|| BackendError::Command {
             command: format!("scontrol write batch_script {}", inc.job_id),
             why: format!(
                 "the controller no longer holds job {} and its batch script was never saved, or what was saved under that id is another job's (Slurm reissues the ids of purged jobs); set AccountingStoreFlags=job_script in slurm.conf so `sacct --batch-script` keeps scripts, or resubmit it by hand",
