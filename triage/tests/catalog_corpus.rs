@@ -247,9 +247,11 @@ fn held_out_split_is_stable() {
 /// careful engineer decide", then once more for consistency between near-identical texts
 /// (`fixtures/corpus/relabels.jsonl` lists the 239 changes and why):
 /// many had followed what the source thread found out later, which no text-only classifier
-/// can see.
-const TUNING_FLOOR: [f64; 4] = [0.98, 0.99, 0.91, 0.75];
-const HELD_OUT_FLOOR: [f64; 4] = [0.96, 0.99, 0.80, 0.66];
+/// can see. Coverage was traded for abstention once, on purpose: a glibc heap abort (double
+/// free, stack smashing) is context like a segmentation fault, which cost one held-out verdict
+/// and gained two abstentions.
+const TUNING_FLOOR: [f64; 4] = [0.98, 0.99, 0.90, 0.82];
+const HELD_OUT_FLOOR: [f64; 4] = [0.96, 0.99, 0.79, 0.68];
 
 #[test]
 fn builtin_catalog_scores_on_the_own_tuning_share() {
