@@ -57,14 +57,7 @@ pub async fn serve(addr: SocketAddr, server: TriageServer, args: &Args) -> anyho
     let for_sessions = server.clone();
     let service: StreamableHttpService<TriageServer, LocalSessionManager> =
         StreamableHttpService::new(move || Ok(for_sessions.clone()), Arc::new(LocalSessionManager::default()), config);
-    let metrics = server.state.metrics.clone();
-    let mut app = Router::new().nest_service("/mcp", service).route(
-        "/metrics",
-        axum::routing::get(move || {
-            let m = metrics.clone();
-            async move { ([(header::CONTENT_TYPE, triage::metrics::CONTENT_TYPE)], m.render()) }
-        }),
-    );
+    let mut app = Router::new().nest_service("/mcp", service).merge(server.state.metrics.router());
     if let Some(t) = token {
         app = app.layer(middleware::from_fn_with_state(Arc::new(t), require_bearer));
     }

@@ -179,6 +179,19 @@ impl Metrics {
     }
 
     /// The exposition, Prometheus text format (serve it with [`CONTENT_TYPE`]).
+    /// The `/metrics` route serving [`Metrics::render`], for any axum app to merge (the CLI's
+    /// `--metrics` server and the MCP server's HTTP transport serve the same one).
+    pub fn router(&self) -> axum::Router {
+        let metrics = self.clone();
+        axum::Router::new().route(
+            "/metrics",
+            axum::routing::get(move || {
+                let m = metrics.clone();
+                async move { ([(axum::http::header::CONTENT_TYPE, CONTENT_TYPE)], m.render()) }
+            }),
+        )
+    }
+
     pub fn render(&self) -> String {
         let mut out = Vec::new();
         // Encoding gathered families into memory cannot fail.

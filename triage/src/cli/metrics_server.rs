@@ -4,10 +4,7 @@
 use std::net::SocketAddr;
 
 use anyhow::Context;
-use axum::Router;
-use axum::http::header;
-use axum::routing::get;
-use triage::metrics::{CONTENT_TYPE, Metrics};
+use triage::metrics::Metrics;
 
 /// Bind `addr` now (so a bad address fails before any work) and serve in the background.
 pub async fn spawn(addr: SocketAddr, metrics: Metrics) -> anyhow::Result<SocketAddr> {
@@ -15,13 +12,7 @@ pub async fn spawn(addr: SocketAddr, metrics: Metrics) -> anyhow::Result<SocketA
         format!("--metrics {addr}: cannot listen there (in use? give another port, or 127.0.0.1:0)")
     })?;
     let local = listener.local_addr()?;
-    let app = Router::new().route(
-        "/metrics",
-        get(move || {
-            let m = metrics.clone();
-            async move { ([(header::CONTENT_TYPE, CONTENT_TYPE)], m.render()) }
-        }),
-    );
+    let app = metrics.router();
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
             tracing::warn!("the metrics server stopped: {e}");
