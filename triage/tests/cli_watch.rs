@@ -5,7 +5,6 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -13,13 +12,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::demo_copy;
+use support::json_lines::{JsonLines, follow_text};
 
 const WF: &str = "workflows/42";
 
 /// A running `triage watch --json`, its output lines collected as they come.
 struct Watcher {
     child: Child,
-    lines: Arc<Mutex<Vec<Value>>>,
+    lines: JsonLines,
     err: Arc<Mutex<String>>,
 }
 
@@ -40,23 +40,8 @@ impl Watcher {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start triage watch");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let out = BufReader::new(child.stdout.take().expect("stdout"));
-        let sink = lines.clone();
-        std::thread::spawn(move || {
-            for line in out.lines().map_while(Result::ok) {
-                let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
-                sink.lock().expect("lines").push(v);
-            }
-        });
-        let err = Arc::new(Mutex::new(String::new()));
-        let e = BufReader::new(child.stderr.take().expect("stderr"));
-        let sink = err.clone();
-        std::thread::spawn(move || {
-            for line in e.lines().map_while(Result::ok) {
-                sink.lock().expect("stderr").push_str(&(line + "\n"));
-            }
-        });
+        let lines = JsonLines::follow(child.stdout.take().expect("stdout"));
+        let err = follow_text(child.stderr.take().expect("stderr"));
         let w = Watcher { child, lines, err };
         w.wait_for("the watcher to start", |lines| lines.iter().any(|l| reason(l).starts_with("watching workflow")));
         w
@@ -65,22 +50,14 @@ impl Watcher {
     /// Wait (at most a minute: this is a deadline against hanging, not a speed check) until
     /// `f` holds over the output so far.
     fn wait_for(&self, what: &str, f: impl Fn(&[Value]) -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            if f(&self.lines.lock().expect("lines")) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!(
-            "timed out waiting for {what}; output:\n{:#?}\nstderr:\n{}",
-            self.lines(),
-            self.err.lock().expect("stderr")
-        );
+        let err = || format!("stderr:\n{}", self.err.lock().expect("stderr"));
+        self.lines.wait_for(what, Duration::from_secs(60), f, err);
     }
 
+    /// The output so far; `triage watch --json` prints nothing on stdout but JSON lines.
     fn lines(&self) -> Vec<Value> {
-        self.lines.lock().expect("lines").clone()
+        assert_eq!(self.lines.not_json(), Vec::<String>::new(), "stdout lines that are not JSON");
+        self.lines.snapshot()
     }
 
     /// Every batch's plan so far.

@@ -4,13 +4,14 @@
 //! the same way waits for a person and shows in `outcomes` as `failed_again`, and once a person
 //! has decided it the array is complete and the watch ends by itself.
 
-use std::io::{BufRead, BufReader};
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::json_lines::JsonLines;
 
 fn cluster_ready() {
     let conf = std::env::var("SLURM_CONF").unwrap_or_default();
@@ -87,23 +88,10 @@ fn a_watcher_triages_a_slurm_array_as_its_tasks_fail_and_outcomes_follow_them_up
         .stderr(Stdio::piped())
         .spawn()
         .expect("start triage watch");
-    let lines = Arc::new(Mutex::new(Vec::<Value>::new()));
-    let out = BufReader::new(child.stdout.take().expect("stdout"));
-    let sink = lines.clone();
-    std::thread::spawn(move || {
-        for line in out.lines().map_while(Result::ok) {
-            if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                sink.lock().expect("lines").push(v);
-            }
-        }
-    });
-    let snapshot = || lines.lock().expect("lines").clone();
+    let lines = JsonLines::follow(child.stdout.take().expect("stdout"));
+    let snapshot = || lines.snapshot();
     let wait = |what: &str, f: &dyn Fn(&[Value]) -> bool| {
-        let deadline = Instant::now() + Duration::from_secs(240);
-        while !f(&snapshot()) {
-            assert!(Instant::now() < deadline, "timed out waiting for {what}: {:#?}", snapshot());
-            std::thread::sleep(Duration::from_millis(300));
-        }
+        lines.wait_for(what, Duration::from_secs(240), f, String::new);
     };
     wait("the watcher to start", &|l| !l.is_empty());
     let o = Command::new("scontrol").args(["release", &array]).output().expect("scontrol release");

@@ -4,14 +4,14 @@
 //! the catalog cannot decide waits in the review plan, and once a person has decided it the
 //! workflow is complete and the watch ends by itself (`--until-complete`).
 
+mod support;
 mod torc_support;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::json_lines::JsonLines;
 use torc_support::{
     JobSpec, TorcServer, created_workflow, jobs_by_name, stderr, torc_bin, torc_run, triage, triage_cmd, write_spec,
 };
@@ -86,23 +86,10 @@ fn a_watcher_started_before_the_failures_triages_them_as_they_land_under_torcs_r
     .stderr(Stdio::piped())
     .spawn()
     .expect("start triage watch");
-    let lines = Arc::new(Mutex::new(Vec::<Value>::new()));
-    let reader = BufReader::new(child.stdout.take().expect("stdout"));
-    let sink = lines.clone();
-    std::thread::spawn(move || {
-        for line in reader.lines().map_while(Result::ok) {
-            if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                sink.lock().expect("lines").push(v);
-            }
-        }
-    });
-    let snapshot = || lines.lock().expect("lines").clone();
+    let lines = JsonLines::follow(child.stdout.take().expect("stdout"));
+    let snapshot = || lines.snapshot();
     let wait = |what: &str, f: &dyn Fn(&[Value]) -> bool| {
-        let deadline = Instant::now() + Duration::from_secs(90);
-        while !f(&snapshot()) {
-            assert!(Instant::now() < deadline, "timed out waiting for {what}: {:#?}", snapshot());
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        lines.wait_for(what, Duration::from_secs(90), f, String::new);
     };
     wait("the watcher to start", &|l| !l.is_empty());
 

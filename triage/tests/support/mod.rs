@@ -1,6 +1,8 @@
 //! Shared helpers for integration tests: fresh copies of the demo store, the real binary.
 #![allow(dead_code)]
 
+pub mod json_lines;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
