@@ -109,6 +109,24 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
     sync_folder(folder)
 }
 
+/// [`write_atomic`] for a file only this user may read or write (mode 0600 whatever the umask
+/// or the old file's mode): what triage later runs or trusts, like a kept batch script.
+pub fn write_private(path: &Path, contents: &[u8]) -> io::Result<()> {
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(TMP_PREFIX)
+        .suffix(TMP_SUFFIX)
+        .permissions(Permissions::from_mode(0o600))
+        .tempfile_in(folder)?;
+    tmp.write_all(contents)?;
+    // The umask cannot widen 0600, but a process-wide umask of 0 with a racing chmod could:
+    // set it again on the open file.
+    tmp.as_file().set_permissions(Permissions::from_mode(0o600))?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    sync_folder(folder)
+}
+
 /// Give `file` the owner (where allowed), group (where allowed) and permission bits of
 /// `old`. Ownership first: changing it clears the set-user/group-ID bits.
 fn keep_owner_and_mode(file: &File, old: &std::fs::Metadata) -> io::Result<()> {

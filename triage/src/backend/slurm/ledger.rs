@@ -177,6 +177,14 @@ impl Ledger {
             let d = dir.join(sub);
             std::fs::create_dir_all(&d).map_err(|e| BackendError::io(&d, e))?;
         }
+        // Kept scripts are used only from a folder nobody else may write
+        // ([`Ledger::private_script`]); make ours so whatever the umask. Best effort: a folder
+        // another user owns stays as it is, and its scripts are not used.
+        let scripts = dir.join("scripts");
+        if private_owner(&scripts) {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&scripts, std::fs::Permissions::from_mode(0o700));
+        }
         Ok(Ledger { dir })
     }
 
@@ -290,6 +298,20 @@ impl Ledger {
         self.dir.join("scripts").join(format!("{job_id}.owner.json"))
     }
 
+    /// The kept script of `job_id` and its owner record, if both are private to this process's
+    /// user: a kept script is what a resubmission runs, so a copy that another user owns or
+    /// could have written (group or world writable, as is its folder) is not used, the way
+    /// OpenSSH refuses a key file others can write. `None`: missing, unreadable or not private.
+    pub fn private_script(&self, job_id: u64) -> Option<(String, ScriptOwner)> {
+        let (script, owner) = (self.script(job_id), self.script_owner(job_id));
+        let folder = self.dir.join("scripts");
+        if ![&folder, &script, &owner].into_iter().all(|p| private(p)) {
+            return None;
+        }
+        let owner = serde_json::from_slice(&std::fs::read(&owner).ok()?).ok()?;
+        Some((std::fs::read_to_string(&script).ok()?, owner))
+    }
+
     /// What the controller said about a run (`seen/<raw>-<submit>.json`).
     pub fn seen(&self, run: &RunKey) -> PathBuf {
         self.dir.join("seen").join(format!("{}-{}.json", run.raw_id, run.submit.as_second()))
@@ -319,6 +341,19 @@ impl ScriptOwner {
     }
 }
 
+/// Whether `path` is owned by this process's effective user and nobody else may write it.
+fn private(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    private_owner(path) && std::fs::symlink_metadata(path).is_ok_and(|m| m.mode() & 0o022 == 0)
+}
+
+/// Whether `path` itself (not a symlink's target) is owned by this process's effective user.
+fn private_owner(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .is_ok_and(|m| m.uid() == nix::unistd::geteuid().as_raw() && !m.file_type().is_symlink())
+}
+
 /// A fresh decision id.
 pub fn decision_id(workflow_id: i64, job_id: i64, run: &RunKey) -> String {
     format!("{workflow_id}-{job_id}-{}-{}-{}", run.raw_id, run.submit.as_second(), Timestamp::now().as_nanosecond())
@@ -330,6 +365,37 @@ mod tests {
 
     fn attempt() -> Attempt {
         serde_json::from_str(r#"{"attempt_id": 1, "return_code": 1}"#).unwrap()
+    }
+
+    #[test]
+    fn a_kept_script_others_could_write_is_not_used() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let l = Ledger::open(tmp.path().join("c")).unwrap();
+        let owner = ScriptOwner { name: "align".into(), work_dir: Some("/w".into()), user: Some("u".into()) };
+        assert_eq!(l.private_script(7), None, "nothing kept");
+        let folder_mode = std::fs::metadata(l.dir().join("scripts")).unwrap().permissions().mode() & 0o777;
+        assert_eq!(folder_mode, 0o700, "the scripts folder is made private when the ledger opens");
+        std::fs::write(l.script(7), "#!/bin/sh\ntrue\n").unwrap();
+        std::fs::write(l.script_owner(7), serde_json::to_vec(&owner).unwrap()).unwrap();
+        let mode = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+        mode(&l.script(7), 0o600);
+        mode(&l.script_owner(7), 0o600);
+        mode(&l.dir().join("scripts"), 0o700);
+        assert_eq!(l.private_script(7), Some(("#!/bin/sh\ntrue\n".to_string(), owner.clone())));
+        mode(&l.script(7), 0o666);
+        assert_eq!(l.private_script(7), None, "a script anyone could have written");
+        mode(&l.script(7), 0o644);
+        mode(&l.dir().join("scripts"), 0o777);
+        assert_eq!(l.private_script(7), None, "a folder anyone could have swapped the script in");
+        mode(&l.dir().join("scripts"), 0o755);
+        mode(&l.script_owner(7), 0o620);
+        assert_eq!(l.private_script(7), None, "an owner record the group could have written");
+        mode(&l.script_owner(7), 0o644);
+        std::fs::remove_file(l.script(7)).unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("elsewhere.sh"), l.script(7)).unwrap();
+        std::fs::write(tmp.path().join("elsewhere.sh"), "#!/bin/sh\n").unwrap();
+        assert_eq!(l.private_script(7), None, "a symlink to a script elsewhere");
     }
 
     #[test]

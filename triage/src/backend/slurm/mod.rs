@@ -156,7 +156,8 @@ impl SlurmBackend {
     ///
     /// Slurm can hand a purged job's id to a new job, so every source is checked to be
     /// `owner`'s job (same name, directory and user) before its script is used; a copy kept for
-    /// another job, or without a record of whose it is, is not used.
+    /// another job, without a record of whose it is, or that someone else could have written
+    /// ([`Ledger::private_script`]), is not used.
     /// `held`: whether the controller holds job `id` as `owner`'s job ([`ScriptOwner::held_in`]);
     /// `None`: not known yet, asked only if the kept copy is not `owner`'s (a 10,000-task array's
     /// `scontrol show job` is large).
@@ -170,10 +171,8 @@ impl SlurmBackend {
         let ledger = self.ledger().await?;
         let path = ledger.script(id);
         let owner_path = ledger.script_owner(id);
-        let kept_owner: Option<ScriptOwner> =
-            std::fs::read(&owner_path).ok().and_then(|b| serde_json::from_slice(&b).ok());
-        if kept_owner.as_ref() == Some(owner)
-            && let Ok(s) = std::fs::read_to_string(&path)
+        if let Some((s, kept_owner)) = ledger.private_script(id)
+            && kept_owner == *owner
         {
             // A copy kept by an earlier version may hold every task's script in a row.
             return Ok(Some(sacct::first_batch_script(&s)));
@@ -197,9 +196,9 @@ impl SlurmBackend {
             }
         }
         if let Some(s) = &script {
-            crate::fsutil::write_atomic(&path, s.as_bytes()).map_err(|e| BackendError::io(&path, e))?;
+            crate::fsutil::write_private(&path, s.as_bytes()).map_err(|e| BackendError::io(&path, e))?;
             let bytes = serde_json::to_vec(owner).map_err(|e| BackendError::Internal(e.to_string()))?;
-            crate::fsutil::write_atomic(&owner_path, &bytes).map_err(|e| BackendError::io(&owner_path, e))?;
+            crate::fsutil::write_private(&owner_path, &bytes).map_err(|e| BackendError::io(&owner_path, e))?;
         }
         Ok(script)
     }
