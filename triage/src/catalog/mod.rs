@@ -169,6 +169,13 @@ impl Catalog {
         scan::scan(&self.inner.entries, &self.inner.matcher, text, ctx)
     }
 
+    /// Compile the patterns every scan runs (those the prefilter cannot rule out on any line),
+    /// which the first scan would otherwise compile. For a long-running process, once at
+    /// start; the others compile on the first line that may match them.
+    pub fn warm_up(&self) {
+        self.inner.matcher.warm_up();
+    }
+
     /// [`Catalog::scan`] for raw bytes: invalid UTF-8 is replaced, never refused.
     pub fn scan_bytes(&self, bytes: &[u8], ctx: &ScanContext) -> Hints {
         self.scan(&String::from_utf8_lossy(bytes), ctx)
