@@ -169,11 +169,12 @@ impl Catalog {
         scan::scan(&self.inner.entries, &self.inner.matcher, text, ctx)
     }
 
-    /// Compile the patterns every scan runs (those the prefilter cannot rule out on any line),
-    /// which the first scan would otherwise compile. For a long-running process, once at
-    /// start; the others compile on the first line that may match them.
+    /// Compile the analyzers' own regexes (a fixed few, which read the text once a trigger
+    /// woke them), which the first scan that wakes each would otherwise compile. For a
+    /// long-running process, once at start. The entries' patterns still compile on the first
+    /// line that may match them (there are hundreds; most processes need a few).
     pub fn warm_up(&self) {
-        self.inner.matcher.warm_up();
+        analyzers::warm_up();
     }
 
     /// [`Catalog::scan`] for raw bytes: invalid UTF-8 is replaced, never refused.

@@ -480,11 +480,6 @@ impl Prefilter {
         Prefilter { grams, literals, anchors, finders, owners, conds, always }
     }
 
-    /// The patterns that are candidates on every line (they need no literal).
-    pub fn always(&self) -> &[usize] {
-        &self.always
-    }
-
     /// Calls `visit(number, line, patterns)` for every non-empty line (0-based number, without
     /// its `\r`) where some pattern's need holds, with those patterns, ascending.
     pub fn for_each_line<'t>(&self, text: &'t str, mut visit: impl FnMut(usize, &'t str, &[usize])) {

@@ -168,23 +168,6 @@ impl Matcher {
         })
     }
 
-    /// Compile now the patterns every scan of a non-empty text runs (those without a literal
-    /// for the prefilter, candidates on every line); the others wait for a line that has
-    /// their literals.
-    pub fn warm_up(&self) {
-        for &p in self.prefilter.always() {
-            if let Some(pattern) = self.patterns.get(p) {
-                pattern.regex();
-            }
-        }
-    }
-
-    /// Which patterns are compiled, and which of them are candidates on every line.
-    #[cfg(test)]
-    pub fn compiled(&self) -> (Vec<bool>, Vec<usize>) {
-        (self.patterns.iter().map(|p| p.compiled.get().is_some()).collect(), self.prefilter.always().to_vec())
-    }
-
     /// (entry index, pattern index) of every entry pattern that matches the empty line.
     pub fn matching_empty_line(&self) -> &[(usize, usize)] {
         &self.matching_empty

@@ -18,21 +18,6 @@ fn builtin_loads_with_a_dated_version() {
     assert!(c.entries().len() > 60);
 }
 
-/// Warming up compiles the patterns every line runs, and only those: the others wait for a
-/// line with their literals.
-#[test]
-fn warm_up_compiles_the_patterns_of_every_line_and_no_other() {
-    let c = Catalog::from_sources(&[]).unwrap();
-    let (before, always) = c.inner.matcher.compiled();
-    assert!(!always.is_empty());
-    assert!(always.iter().any(|&p| !before[p]), "some pattern of every line is left for the first scan");
-    c.warm_up();
-    let (after, _) = c.inner.matcher.compiled();
-    assert!(always.iter().all(|&p| after[p]));
-    let others = (0..after.len()).filter(|p| !always.contains(p));
-    assert_eq!(others.clone().filter(|&p| after[p]).count(), others.filter(|&p| before[p]).count());
-}
-
 /// The embedded catalog's examples are not checked at load (user files' are): this is where
 /// they are. Every example matches its entry, no counter-example does, and every pattern is
 /// exercised by at least one example of its entry (no dead or untested patterns).
