@@ -39,6 +39,11 @@ fn main() -> std::process::ExitCode {
 
 async fn run(args: args::Args) -> anyhow::Result<()> {
     let state = state::State::from_args(&args)?;
+    // Compile what the first listing would (the patterns every scan and fingerprint runs) while
+    // the client starts its session, not inside its first call. A tool call that comes first
+    // waits for the patterns it needs (each compiles once); nothing else waits for this.
+    let engine = state.engine.clone();
+    tokio::task::spawn_blocking(move || engine.warm_up());
     let server = server::TriageServer::new(state);
     match args.http {
         Some(addr) => http::serve(addr, server, &args).await,

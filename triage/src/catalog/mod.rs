@@ -169,6 +169,14 @@ impl Catalog {
         scan::scan(&self.inner.entries, &self.inner.matcher, text, ctx)
     }
 
+    /// Compile the analyzers' own regexes (a fixed few, which read the text once a trigger
+    /// woke them), which the first scan that wakes each would otherwise compile. For a
+    /// long-running process, once at start. The entries' patterns still compile on the first
+    /// line that may match them (there are hundreds; most processes need a few).
+    pub fn warm_up(&self) {
+        analyzers::warm_up();
+    }
+
     /// [`Catalog::scan`] for raw bytes: invalid UTF-8 is replaced, never refused.
     pub fn scan_bytes(&self, bytes: &[u8], ctx: &ScanContext) -> Hints {
         self.scan(&String::from_utf8_lossy(bytes), ctx)

@@ -108,6 +108,14 @@ impl Engine {
         Engine { backend, catalog, policy, tail_lines: DEFAULT_TAIL_LINES, cache: Default::default() }
     }
 
+    /// Compile what every gathering of evidence uses (the catalog's patterns that run on every
+    /// line, the fingerprint's rules), which the first one would otherwise compile. For a
+    /// long-running process, once at start (off the path of any request).
+    pub fn warm_up(&self) {
+        self.catalog.warm_up();
+        crate::logs::warm_up();
+    }
+
     /// The workflow and the evidence for each of its pending_failed jobs, by job id.
     pub async fn pending(&self, workflow_id: i64) -> Result<(WorkflowInfo, Vec<Evidence>), BackendError> {
         self.pending_with_progress(workflow_id, None).await

@@ -29,3 +29,13 @@ pub use signature::{
     Fingerprint, Signature, SignatureError, fingerprint, signature, signature_summary, signature_with,
 };
 pub use tail::{Cut, Tail, TailError, TailOptions, tail_bytes, tail_bytes_from, tail_lines, tail_lines_from};
+
+/// Compile the patterns every [`fingerprint`] uses (normalization, and the rules that tell an
+/// error line from chatter), which are otherwise compiled by the first fingerprint that needs
+/// each. A long-running process (the MCP server) calls it once at start, so that its first
+/// answer does not pay for it; the work and the memory are what the first fingerprints of real
+/// stderr would spend anyway.
+pub fn warm_up() {
+    normalize::warm_up();
+    signature::warm_up();
+}

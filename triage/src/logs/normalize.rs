@@ -73,6 +73,32 @@ static NUMBER: Rule = rule!(&[
     ]
     .join("|"));
 static PLURAL: Rule = rule!(r"<n> (?:[\w-]+ )?\w{3,}[^s\W]s\b");
+
+/// Compile every normalization rule now (see [`crate::logs::warm_up`]).
+pub(super) fn warm_up() {
+    for rule in [
+        &TIMESTAMP,
+        &QUOTED,
+        &URL,
+        &UUID,
+        &IPV4,
+        &IPV6,
+        &PATH,
+        &FQDN,
+        &NUMBERED_HOST,
+        &HOST_AFTER_WORD,
+        &HOST_PORT,
+        &HOST_TASK,
+        &HOST_AT,
+        &IDS,
+        &HEX,
+        &TMP,
+        &NUMBER,
+        &PLURAL,
+    ] {
+        rule.warm_up();
+    }
+}
 /// One line with its noise folded (see the module documentation for the rules).
 ///
 /// ```

@@ -26,6 +26,15 @@ impl Rule {
         Rule { ascii: LazyLock::new(ascii), unicode: LazyLock::new(unicode) }
     }
 
+    /// Compile now the form nearly every line uses: the ASCII one, or the Unicode one when
+    /// there is no ASCII form. The Unicode form of a pattern that has an ASCII one stays for the
+    /// first non-ASCII line (it is large, and most tails never need it).
+    pub(super) fn warm_up(&self) {
+        if LazyLock::force(&self.ascii).is_none() {
+            LazyLock::force(&self.unicode);
+        }
+    }
+
     /// The ASCII form, for a line that is ASCII, when the pattern has one.
     fn ascii_for(&self, text: &str) -> Option<&regex::bytes::Regex> {
         if text.is_ascii() { self.ascii.as_ref() } else { None }

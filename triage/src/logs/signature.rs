@@ -329,6 +329,13 @@ static ERROR: Rule = rule!(
 );
 static CONTEXT: Rule = rule!(r"^File <str>, line <n>, in |^Traceback \(most recent call last\)");
 
+/// Compile every rule that sorts a line into its kind now (see [`crate::logs::warm_up`]).
+pub(super) fn warm_up() {
+    for rule in [&PROGRESS, &STEP_CANCELLED, &LAUNCHER, &RESOURCE, &EXCEPTION, &ERROR, &CONTEXT] {
+        rule.warm_up();
+    }
+}
+
 fn cut_chars(line: &str, max: usize) -> String {
     match line.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &line[..i]),

@@ -212,3 +212,18 @@ fn fnv1a_matches_reference_vectors() {
     assert_eq!(hash("a"), 0xaf63dc4c8601ec8c);
     assert_eq!(hash("foobar"), 0x85944171f73967e8);
 }
+
+/// `warm_up` names every rule of `signature.rs` (a rule left out would compile inside a listing).
+#[test]
+fn warm_up_names_every_rule() {
+    let text = include_str!("signature.rs");
+    let mut declared: Vec<&str> =
+        text.lines().filter_map(|l| l.strip_prefix("static ")?.split_once(": Rule ").map(|(name, _)| name)).collect();
+    assert!(!declared.is_empty());
+    let listed = text.split("fn warm_up()").nth(1).and_then(|rest| rest.split("] {").next()).unwrap_or_default();
+    let mut listed: Vec<&str> =
+        listed.split('&').skip(1).map(|n| n.trim_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))).collect();
+    listed.sort_unstable();
+    declared.sort_unstable();
+    assert_eq!(listed, declared);
+}

@@ -51,11 +51,11 @@ static OUTCOMES: &[Outcome] = &[
 static TRIGGERS: &[&str] =
     &[r"\bCrashLoopBackOff\b", r"^\s*Last State:\s+Terminated\b", r"^\s*(?:Exit Code|Restart Count):\s+\d+\s*$"];
 
-static CRASHLOOP: Lazy = Lazy::new(|| re(r"\bCrashLoopBackOff\b"));
-static LAST: Lazy = Lazy::new(|| re(r"^\s*Last State:\s+Terminated\b"));
-static REASON: Lazy = Lazy::new(|| re(r"^\s*Reason:\s+(\w+)\s*$"));
-static EXIT: Lazy = Lazy::new(|| re(r"^\s*Exit Code:\s+(\d+)\s*$"));
-static RESTARTS: Lazy = Lazy::new(|| re(r"^\s*Restart Count:\s+(\d+)\s*$"));
+pub(super) static CRASHLOOP: Lazy = Lazy::new(|| re(r"\bCrashLoopBackOff\b"));
+pub(super) static LAST: Lazy = Lazy::new(|| re(r"^\s*Last State:\s+Terminated\b"));
+pub(super) static REASON: Lazy = Lazy::new(|| re(r"^\s*Reason:\s+(\w+)\s*$"));
+pub(super) static EXIT: Lazy = Lazy::new(|| re(r"^\s*Exit Code:\s+(\d+)\s*$"));
+pub(super) static RESTARTS: Lazy = Lazy::new(|| re(r"^\s*Restart Count:\s+(\d+)\s*$"));
 
 fn number(re: &regex::Regex, line: &str) -> Option<u64> {
     re.captures(line)?.get(1)?.as_str().parse().ok()

@@ -72,13 +72,15 @@ static OUTCOMES: &[Outcome] = &[
 
 static TRIGGERS: &[&str] = &[r"(?i)\bTried to allocate [\d.]+ ?[KMGTP]i?B\b"];
 
-static REQUEST: Lazy = Lazy::new(|| re(r"(?i)\bTried to allocate ([\d.]+) ?([KMGTP]i?B)\b"));
-static CAPACITY: Lazy =
+pub(super) static REQUEST: Lazy = Lazy::new(|| re(r"(?i)\bTried to allocate ([\d.]+) ?([KMGTP]i?B)\b"));
+pub(super) static CAPACITY: Lazy =
     Lazy::new(|| re(r"(?i)(?:\btotal capac\w* of ([\d.]+) ?([KMGTP]i?B)\b|\b([\d.]+) ?([KMGTP]i?B) total capacity\b)"));
-static THIS_PROCESS: Lazy = Lazy::new(|| re(r"(?i)\bthis process has ([\d.]+) ?([KMGTP]i?B) memory in use\b"));
-static OTHER_PROCESS: Lazy = Lazy::new(|| re(r"(?i)\bProcess \d+ has [\d.]+ ?[KMGTP]i?B memory in use\b"));
-static IDLE: Lazy = Lazy::new(|| re(r"(?i)\b([\d.]+) ?([KMGTP]i?B) is reserved by PyTorch but unallocated\b"));
-static FREE: Lazy =
+pub(super) static THIS_PROCESS: Lazy =
+    Lazy::new(|| re(r"(?i)\bthis process has ([\d.]+) ?([KMGTP]i?B) memory in use\b"));
+pub(super) static OTHER_PROCESS: Lazy = Lazy::new(|| re(r"(?i)\bProcess \d+ has [\d.]+ ?[KMGTP]i?B memory in use\b"));
+pub(super) static IDLE: Lazy =
+    Lazy::new(|| re(r"(?i)\b([\d.]+) ?([KMGTP]i?B) is reserved by PyTorch but unallocated\b"));
+pub(super) static FREE: Lazy =
     Lazy::new(|| re(r"(?i)(?:\bof which ([\d.]+) ?([KMGTP]i?B) (?:is )?free\b|[;,] ([\d.]+) ?([KMGTP]i?B) free\b)"));
 
 /// The first size captured by `re` in `line` (either alternative's pair of groups).

@@ -42,8 +42,8 @@ static OUTCOMES: &[Outcome] = &[
 
 static TRIGGERS: &[&str] = &[r"^panic: runtime error: ", r"^\s*goroutine \d+ \[running\]:"];
 
-static PANIC: Lazy = Lazy::new(|| re(r"^panic: runtime error: "));
-static GOROUTINE: Lazy = Lazy::new(|| re(r"^\s*goroutine (\d+) \[running\]:"));
+pub(super) static PANIC: Lazy = Lazy::new(|| re(r"^panic: runtime error: "));
+pub(super) static GOROUTINE: Lazy = Lazy::new(|| re(r"^\s*goroutine (\d+) \[running\]:"));
 
 /// How far below the panic line its goroutine header may be.
 const HEADER_WITHIN: usize = 8;

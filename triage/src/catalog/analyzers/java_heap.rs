@@ -52,7 +52,7 @@ static OUTCOMES: &[Outcome] = &[
 
 static TRIGGERS: &[&str] = &[r"\bOutOfMemoryError: (?:Java heap space|GC overhead limit exceeded)"];
 
-static HEAP_FLAG: Lazy = Lazy::new(|| {
+pub(super) static HEAP_FLAG: Lazy = Lazy::new(|| {
     re(
         r"(?:-Xmx|-XX:MaxHeapSize=|--(?:driver|executor)-memory[= ]|spark\.(?:driver|executor)\.memory[= ])(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)[bB]?\b",
     )

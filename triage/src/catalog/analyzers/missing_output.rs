@@ -47,7 +47,7 @@ static OUTCOMES: &[Outcome] = &[
 
 static TRIGGERS: &[&str] = &[r"(?i)\bMissing files after \d+ seconds\b"];
 
-static WAIT: Lazy = Lazy::new(|| re(r"(?i)\bMissing files after (\d+) seconds\b"));
+pub(super) static WAIT: Lazy = Lazy::new(|| re(r"(?i)\bMissing files after (\d+) seconds\b"));
 
 impl Analyzer for MissingOutput {
     fn triggers(&self) -> &'static [&'static str] {

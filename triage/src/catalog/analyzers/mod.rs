@@ -166,6 +166,38 @@ pub(crate) fn re(pattern: &str) -> Regex {
 /// Lazily compiled regexes of one analyzer.
 pub(crate) type Lazy = LazyLock<Regex>;
 
+/// Compile every analyzer's regexes now (see [`crate::catalog::Catalog::warm_up`]).
+pub(crate) fn warm_up() {
+    let all: [&Lazy; 23] = [
+        &crashloop::CRASHLOOP,
+        &crashloop::LAST,
+        &crashloop::REASON,
+        &crashloop::EXIT,
+        &crashloop::RESTARTS,
+        &cuda_oom::REQUEST,
+        &cuda_oom::CAPACITY,
+        &cuda_oom::THIS_PROCESS,
+        &cuda_oom::OTHER_PROCESS,
+        &cuda_oom::IDLE,
+        &cuda_oom::FREE,
+        &go_panic::PANIC,
+        &go_panic::GOROUTINE,
+        &java_heap::HEAP_FLAG,
+        &missing_output::WAIT,
+        &nccl_watchdog::SEQ,
+        &sigkill::KILL,
+        &sigkill::NOT_EVIDENCE,
+        &sigkill::MEMORY_WORDS,
+        &time_limit::PBS,
+        &time_limit::PROGRESS_LINE,
+        &time_limit::SCHEDULER,
+        &time_limit::DONE,
+    ];
+    for re in all {
+        LazyLock::force(re);
+    }
+}
+
 /// The outcomes of every analyzer as entries, in [`ALL`] order, and for each analyzer the
 /// index of its first outcome in that list.
 pub(crate) fn outcome_entries() -> (Vec<Entry>, Vec<usize>) {

@@ -54,7 +54,7 @@ static OUTCOMES: &[Outcome] = &[
 
 static TRIGGERS: &[&str] = &[r"\bWorkNCCL\(SeqNum=\d+", r"\blast completed NCCL work: -?\d+"];
 
-static SEQ: Lazy = Lazy::new(|| re(r"\bWorkNCCL\(SeqNum=(\d+)|\blast completed NCCL work: (-?\d+)"));
+pub(super) static SEQ: Lazy = Lazy::new(|| re(r"\bWorkNCCL\(SeqNum=(\d+)|\blast completed NCCL work: (-?\d+)"));
 
 impl Analyzer for NcclWatchdog {
     fn triggers(&self) -> &'static [&'static str] {

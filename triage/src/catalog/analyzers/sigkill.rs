@@ -37,7 +37,7 @@ static TRIGGERS: &[&str] = &[
     r"(?i)\b(?:out of memory|oom|memory limit|memory cgroup|Cannot allocate memory|MemoryError|limited without swap|exceed\w* (?:its |the )?memory|low on memory|insufficient memory)\b",
 ];
 
-static KILL: Lazy = Lazy::new(|| {
+pub(super) static KILL: Lazy = Lazy::new(|| {
     re(
         r"(?i)(?:(?:^|[\s:])Killed(?:\s*$|\s+(?u:\S))|\bsignal 9\b|\bSIGKILL\b|\bexit ?code:? -9\b|\b(?:exit(?:ed with)? (?:code|status)|non-zero exit status|returned a non-zero code:?)\s*:?\s*\(?137\b)",
     )
@@ -46,12 +46,12 @@ static KILL: Lazy = Lazy::new(|| {
 /// killing the surviving ranks, GPU memory (its own entries weigh it), and shared memory
 /// (`/dev/shm` is a size fixed by the container or the node, not the job's memory request; a
 /// worker "killed by signal: Bus error" for lack of it is not a SIGKILL either).
-static NOT_EVIDENCE: Lazy = Lazy::new(|| {
+pub(super) static NOT_EVIDENCE: Lazy = Lazy::new(|| {
     re(
         r"(?i)\bclosing signal\b|\b(?:CUDA|GPU|HIP|cudaMalloc|CUBLAS|cuDNN|device memory)\b|\bshared memory\b|/dev/shm\b|\bBus error\b",
     )
 });
-static MEMORY_WORDS: Lazy = Lazy::new(|| {
+pub(super) static MEMORY_WORDS: Lazy = Lazy::new(|| {
     re(
         r"(?i)\b(?:out of memory|oom|memory limit|memory cgroup|Cannot allocate memory|MemoryError|limited without swap|exceed\w* (?:its |the )?memory|low on memory|insufficient memory)\b",
     )

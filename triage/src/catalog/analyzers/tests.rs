@@ -107,3 +107,34 @@ fn sizes_parse_in_binary_units() {
     assert_eq!(bytes("7", "B"), Some(7.0));
     assert_eq!(bytes("1", "parsecs"), None);
 }
+
+/// `warm_up` names every analyzer regex (a regex left out would compile inside a listing).
+#[test]
+fn warm_up_names_every_analyzer_regex() {
+    let sources = [
+        ("crashloop", include_str!("crashloop.rs")),
+        ("cuda_oom", include_str!("cuda_oom.rs")),
+        ("go_panic", include_str!("go_panic.rs")),
+        ("java_heap", include_str!("java_heap.rs")),
+        ("missing_output", include_str!("missing_output.rs")),
+        ("nccl_watchdog", include_str!("nccl_watchdog.rs")),
+        ("sigkill", include_str!("sigkill.rs")),
+        ("time_limit", include_str!("time_limit.rs")),
+    ];
+    let declared: Vec<String> = sources
+        .iter()
+        .flat_map(|(module, text)| {
+            text.lines().filter_map(move |l| {
+                let name = l.strip_prefix("pub(super) static ")?.split_once(": Lazy")?.0;
+                Some(format!("&{module}::{name},"))
+            })
+        })
+        .collect();
+    assert_eq!(declared.len(), 23, "{declared:?}");
+    let mod_rs = include_str!("mod.rs");
+    let listed = mod_rs.split("fn warm_up()").nth(1).and_then(|rest| rest.split("];").next()).unwrap_or_default();
+    for name in &declared {
+        assert!(listed.contains(name.as_str()), "{name} is not warmed up");
+    }
+    assert_eq!(listed.matches("::").count(), declared.len());
+}

@@ -74,13 +74,13 @@ static TRIGGERS: &[&str] = &[
     r"(?i)\b(?:exceeded|reached) (?:the |its )?(?:wall ?(?:clock|time)|run ?time) limit\b",
 ];
 
-static PBS: Lazy = Lazy::new(|| re(r"(?i)\bjob killed: walltime \d+ exceeded limit (\d+)"));
+pub(super) static PBS: Lazy = Lazy::new(|| re(r"(?i)\bjob killed: walltime \d+ exceeded limit (\d+)"));
 /// One line that shows progress by itself: `45%`, `3 of 10`.
-static PROGRESS_LINE: Lazy = Lazy::new(|| re(r"(?i)\b(?:\d{1,2}(?:\.\d+)?%|\d+ (?:of|/) \d+\b)"));
+pub(super) static PROGRESS_LINE: Lazy = Lazy::new(|| re(r"(?i)\b(?:\d{1,2}(?:\.\d+)?%|\d+ (?:of|/) \d+\b)"));
 /// The scheduler's own lines (and the kill itself), which say nothing of the job's progress.
-static SCHEDULER: Lazy =
+pub(super) static SCHEDULER: Lazy =
     Lazy::new(|| re(r"(?i)^\s*(?:slurmstepd|srun|salloc|sbatch|=>> PBS|PBS|MOAB|job deleted|job killed)\b"));
-static DONE: Lazy =
+pub(super) static DONE: Lazy =
     Lazy::new(|| re(r"(?i)\b(?:steps \(100%\) done|completed successfully|all done|finished successfully)"));
 
 /// Whether the job's own lines show it advancing (see the module docs).
