@@ -234,6 +234,7 @@ impl SlurmBackend {
             return Err(not_found("a Slurm job id is a positive number"));
         }
         let root = workflow_id as u64;
+        let started = Instant::now();
         let ledger = self.ledger().await?;
         let book = ledger.read()?;
         let first = self.sacct(&[root.to_string()]).await?;
@@ -263,16 +264,7 @@ impl SlurmBackend {
         ids.dedup();
         let rows = if ids.len() == 1 { first } else { self.sacct(&ids).await? };
         // Whose job each id names now (its newest run), for the scripts kept under it.
-        let owners: HashMap<u64, ScriptOwner> = ids
-            .iter()
-            .filter_map(|id| id.parse::<u64>().ok())
-            .filter_map(|id| {
-                rows.iter()
-                    .filter(|r| r.step.is_none() && (r.array.is_some_and(|(a, _)| a == id) || r.raw_id == id))
-                    .max_by_key(|r| r.submit)
-                    .map(|r| (id, ScriptOwner::of(r)))
-            })
-            .collect();
+        let owners = view::newest_owners(&ids, &rows);
         // The controller's records, for output paths of runs it still holds.
         let mut records = HashMap::new();
         let mut held = HashSet::new();
@@ -287,7 +279,9 @@ impl SlurmBackend {
             }
         }
         // Remember what the controller says of each latest run while it can say it.
+        // (Written together: a requeued batch's tasks are each a new run the controller holds.)
         let mut seen = HashMap::new();
+        let mut new_seen = crate::fsutil::AtomicBatch::new();
         for row in rows.iter().filter(|r| r.step.is_none()) {
             let Some(submit) = row.submit else { continue };
             let key = RunKey { raw_id: row.raw_id, submit };
@@ -296,13 +290,15 @@ impl SlurmBackend {
                 let s = Seen::of(rec);
                 if !path.is_file() {
                     let bytes = serde_json::to_vec(&s).map_err(|e| BackendError::Internal(e.to_string()))?;
-                    crate::fsutil::write_atomic(&path, &bytes).map_err(|e| BackendError::io(&path, e))?;
+                    new_seen.stage(&path, &bytes).map_err(|e| BackendError::io(&path, e))?;
                 }
                 seen.insert(key, s);
             } else if let Some(s) = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice::<Seen>(&b).ok()) {
                 seen.insert(key, s);
             }
         }
+        let seen_dir = ledger.dir().join("seen");
+        new_seen.commit().map_err(|e| BackendError::io(&seen_dir, e))?;
         // Output patterns from the scripts, for runs nobody recorded paths of.
         let mut patterns = HashMap::new();
         for id in &ids {
@@ -329,7 +325,15 @@ impl SlurmBackend {
             patterns: &patterns,
             ledger_logs: &logs,
         };
+        let computed = Instant::now();
         let views = Arc::new(view::build(&src));
+        tracing::debug!(
+            workflow_id,
+            jobs = views.len(),
+            total_ms = started.elapsed().as_millis() as u64,
+            view_ms = computed.elapsed().as_millis() as u64,
+            "slurm view built"
+        );
         if let Ok(mut v) = self.views.lock() {
             v.insert(workflow_id, (Instant::now(), views.clone()));
         }
