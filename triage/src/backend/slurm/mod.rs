@@ -386,11 +386,7 @@ impl JobBackend for SlurmBackend {
 
     async fn job(&self, workflow_id: i64, job_id: i64) -> Result<Job, BackendError> {
         let views = self.load(workflow_id).await?;
-        views
-            .iter()
-            .find(|v| v.job.id == job_id)
-            .map(|v| v.job.clone())
-            .ok_or(BackendError::JobNotFound { workflow_id, job_id })
+        view::find(&views, job_id).map(|v| v.job.clone()).ok_or(BackendError::JobNotFound { workflow_id, job_id })
     }
 
     async fn log_file(
@@ -401,10 +397,10 @@ impl JobBackend for SlurmBackend {
         stream: LogStream,
     ) -> Result<LogFile, BackendError> {
         let views = match self.cached(workflow_id) {
-            Some(v) if v.iter().any(|j| j.job.id == job_id) => v,
+            Some(v) if view::find(&v, job_id).is_some() => v,
             _ => self.load(workflow_id).await?,
         };
-        let v = views.iter().find(|v| v.job.id == job_id).ok_or(BackendError::JobNotFound { workflow_id, job_id })?;
+        let v = view::find(&views, job_id).ok_or(BackendError::JobNotFound { workflow_id, job_id })?;
         let known = || (1..=v.runs.len()).map(|a| a.to_string()).collect::<Vec<_>>().join(", ");
         let n = match attempt {
             Some(n) => n,

@@ -176,7 +176,12 @@ pub fn newest_owners(ids: &[String], rows: &[sacct::SacctRow]) -> HashMap<u64, S
     newest.into_iter().map(|(id, row)| (id, ScriptOwner::of(row))).collect()
 }
 
-/// Build the triage jobs of one workflow.
+/// Job `job_id` of a view [`build`] made (its jobs are in id order).
+pub fn find(views: &[JobView], job_id: i64) -> Option<&JobView> {
+    views.binary_search_by_key(&job_id, |v| v.job.id).ok().map(|i| &views[i])
+}
+
+/// Build the triage jobs of one workflow, in job id order.
 pub fn build(src: &Sources<'_>) -> Vec<JobView> {
     // Runs by triage job id, with the incarnation they belong to.
     let resubmitted = Resubmitted::of(src.book, src.workflow_id);
