@@ -217,7 +217,7 @@ impl SlurmBackend {
     }
 
     /// Build the workflow's view from Slurm and the ledger (and remember it). The commands:
-    /// one `sacct` (two for a chain or a resubmitted job), one `scontrol -o show job` per Slurm
+    /// one `sacct` (a second one of the other ids for a chain or a resubmitted job), one `scontrol -o show job` per Slurm
     /// job or array, one `squeue` for a chain, and the first time a job is seen one
     /// `scontrol write batch_script` (or `sacct --batch-script`): a 10,000-task array costs three
     /// to five commands.
@@ -262,7 +262,13 @@ impl SlurmBackend {
         }
         ids.sort();
         ids.dedup();
-        let rows = if ids.len() == 1 { first } else { self.sacct(&ids).await? };
+        // The root's rows are in hand: the second `sacct` asks only for the other ids (for a
+        // 10,000-task array with resubmissions, not its 10,000 tasks' rows again).
+        let others: Vec<String> = ids.iter().filter(|id| **id != root.to_string()).cloned().collect();
+        let mut rows = first;
+        if !others.is_empty() {
+            rows.extend(self.sacct(&others).await?);
+        }
         // Whose job each id names now (its newest run), for the scripts kept under it.
         let owners = view::newest_owners(&ids, &rows);
         // The controller's records, for output paths of runs it still holds.
