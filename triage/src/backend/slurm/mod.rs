@@ -478,6 +478,24 @@ impl JobBackend for SlurmBackend {
         out
     }
 
+    async fn move_jobs(
+        &self,
+        workflow_id: i64,
+        retries: &[RetryMove],
+        fails: &[FailMove],
+        _retries_first: bool,
+    ) -> (Vec<Result<MoveOutcome, BackendError>>, Vec<Result<MoveOutcome, BackendError>>) {
+        let out = match (retries.is_empty(), fails.is_empty()) {
+            (true, true) => (vec![], vec![]),
+            (false, true) => (self.retry_many(workflow_id, retries).await, vec![]),
+            (true, false) => (vec![], self.fail_many(workflow_id, fails).await),
+            // Both on one read, the fails first, whatever order was asked (see `fail_and_retry`).
+            (false, false) => self.fail_and_retry(workflow_id, retries, fails).await,
+        };
+        self.forget(workflow_id);
+        out
+    }
+
     async fn audit_trail(&self, workflow_id: i64) -> Result<Vec<AuditEvent>, BackendError> {
         let book = self.ledger().await?.read()?;
         let mut out: Vec<AuditEvent> = book

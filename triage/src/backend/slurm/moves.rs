@@ -46,6 +46,17 @@ impl SlurmBackend {
         let _lock = ledger.lock()?;
         self.forget(workflow_id);
         let views = self.load(workflow_id).await?;
+        self.retry_on(&ledger, &views, workflow_id, moves).await
+    }
+
+    /// The retries of [`SlurmBackend::retry_batch`], on `views` read under the lock held.
+    async fn retry_on(
+        &self,
+        ledger: &Ledger,
+        views: &[JobView],
+        workflow_id: i64,
+        moves: &[RetryMove],
+    ) -> Result<Vec<Result<MoveOutcome, BackendError>>, BackendError> {
         let by_id: HashMap<i64, &JobView> = views.iter().map(|v| (v.job.id, v)).collect();
         let mut out: Vec<Option<Result<MoveOutcome, BackendError>>> = moves.iter().map(|_| None).collect();
         // The guard of each move, on this fresh read.
@@ -91,7 +102,7 @@ impl SlurmBackend {
                 ))));
                 continue;
             }
-            let attempt = match keep_logs(&ledger, &g.run, &g.view, &mut copies) {
+            let attempt = match keep_logs(ledger, &g.run, &g.view, &mut copies) {
                 Ok(a) => a,
                 Err(e) => {
                     out[g.i] = Some(Err(e));
@@ -368,6 +379,62 @@ impl SlurmBackend {
         let _lock = ledger.lock()?;
         self.forget(workflow_id);
         let views = self.load(workflow_id).await?;
+        self.fail_on(&ledger, &views, workflow_id, moves).await
+    }
+
+    /// Fail a batch and retry another under one lock and one fresh read, the fails first:
+    /// for an array they are ledger entries only, and the retries' releases leave the
+    /// cluster busy starting the tasks again (a fresh `sacct` of a 10,000-task array read
+    /// right after 1,090 releases took 20 s, against 1.5 s before them).
+    pub(super) async fn fail_and_retry(
+        &self,
+        workflow_id: i64,
+        retries: &[RetryMove],
+        fails: &[FailMove],
+    ) -> (Vec<Result<MoveOutcome, BackendError>>, Vec<Result<MoveOutcome, BackendError>>) {
+        let batch_failed = |e: BackendError| {
+            let why = e.to_string();
+            let all = |n: usize| (0..n).map(|_| Err(BackendError::Batch(why.clone()))).collect::<Vec<_>>();
+            (all(retries.len()), all(fails.len()))
+        };
+        let ledger = match self.ledger().await {
+            Ok(l) => l.clone(),
+            Err(e) => return batch_failed(e),
+        };
+        let read = async {
+            let lock = ledger.lock()?;
+            self.forget(workflow_id);
+            Ok::<_, BackendError>((lock, self.load(workflow_id).await?))
+        };
+        let (_lock, views) = match read.await {
+            Ok(r) => r,
+            Err(e) => return batch_failed(e),
+        };
+        let failed = match self.fail_on(&ledger, &views, workflow_id, fails).await {
+            Ok(out) => out,
+            Err(e) => {
+                let why = e.to_string();
+                fails.iter().map(|_| Err(BackendError::Batch(why.clone()))).collect()
+            }
+        };
+        let retried = match self.retry_on(&ledger, &views, workflow_id, retries).await {
+            Ok(out) => out,
+            Err(e) => {
+                let why = e.to_string();
+                retries.iter().map(|_| Err(BackendError::Batch(why.clone()))).collect()
+            }
+        };
+        (retried, failed)
+    }
+
+    /// The fails of [`SlurmBackend::fail_batch`], on `views` read under the lock held.
+    async fn fail_on(
+        &self,
+        ledger: &Ledger,
+        views: &[JobView],
+        workflow_id: i64,
+        moves: &[FailMove],
+    ) -> Result<Vec<Result<MoveOutcome, BackendError>>, BackendError> {
         let by_id: HashMap<i64, &JobView> = views.iter().map(|v| (v.job.id, v)).collect();
         let mut out: Vec<Option<Result<MoveOutcome, BackendError>>> = moves.iter().map(|_| None).collect();
         // The guard of each move, on this fresh read; then the begin entries.
@@ -390,7 +457,7 @@ impl SlurmBackend {
                 out[i] = Some(Err(BackendError::Internal(format!("job {} has no run to fail", m.job_id))));
                 continue;
             };
-            let attempt = match keep_logs(&ledger, run, v, &mut copies) {
+            let attempt = match keep_logs(ledger, run, v, &mut copies) {
                 Ok(a) => a,
                 Err(e) => {
                     out[i] = Some(Err(e));
@@ -415,13 +482,13 @@ impl SlurmBackend {
         copies.commit().map_err(|e| BackendError::io(&logs, e))?;
         ledger.append_all(&begins)?;
         // The dependents, then the done entries.
-        let dependents = Dependents::of(&views);
+        let dependents = Dependents::of(views);
         let mut gone = BTreeSet::new();
         let mut dones = Vec::new();
         for (i, id, attempt_id) in begun {
             let m = &moves[i];
             out[i] = Some(
-                match self.cancel_dependents(&dependents, workflow_id, m.job_id, &m.audit.who, &ledger, &mut gone).await
+                match self.cancel_dependents(&dependents, workflow_id, m.job_id, &m.audit.who, ledger, &mut gone).await
                 {
                     Ok(canceled) => {
                         dones.push(Entry::Done {
