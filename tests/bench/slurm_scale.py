@@ -53,6 +53,7 @@ REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target")) / "release"
 COMMANDS = ("sacct", "scontrol", "squeue", "sbatch", "scancel")
 NAME = "triage-scale"
+LOG = "error"  # RUST_LOG of the triage processes (--log)
 
 SCRIPT = r"""#!/bin/bash
 #SBATCH --job-name={name}
@@ -208,7 +209,7 @@ def env_for(work, state, logfile):
     env["PATH"] = f"{work / 'bin'}:{env.get('PATH', '')}"
     env["TRIAGE_STATE_DIR"] = str(state)
     env["TRIAGE_BENCH_CMDLOG"] = str(logfile)
-    env["RUST_LOG"] = "error"
+    env["RUST_LOG"] = LOG
     return env
 
 
@@ -357,11 +358,15 @@ def main():
     ap.add_argument("--ops", default="list,dry,apply", help="which operations to measure (apply implies dry)")
     ap.add_argument("--reuse", type=int, help="measure this ended array (of the one size given) instead of a new one")
     ap.add_argument("--tag", default="", help="suffix of the measurement folder (to measure one array twice)")
+    ap.add_argument("--log", default="error",
+                    help="RUST_LOG for triage (e.g. triage::backend::slurm=debug: each Slurm command's time and each "
+                         "view build, in <work>/n<N>-<job>/*.stderr)")
     ap.add_argument("--bin-dir", help="where triage and triage-mcp are (default: $CARGO_TARGET_DIR/release)")
     args = ap.parse_args()
+    global BIN, LOG
     if args.bin_dir:
-        global BIN
         BIN = Path(args.bin_dir)
+    LOG = args.log
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     ops = set(args.ops.split(","))
     if args.reuse and len(sizes) != 1:

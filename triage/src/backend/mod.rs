@@ -110,6 +110,32 @@ pub trait JobBackend: Send + Sync {
         out
     }
 
+    /// Retry `retries` and fail `fails`, jobs of one workflow, each as [`JobBackend::retry_jobs`]
+    /// and [`JobBackend::fail_jobs`] would: (the retries' outcomes, the fails'), one per move
+    /// in order. The default makes the two batches one after the other, the retries first
+    /// when `retries_first`, and skips an empty one. A backend whose batches each begin with a
+    /// fresh read of the workflow may make both on one read, in the order that suits it
+    /// (Slurm: the fails first, then the retries, whose releases leave the cluster busy).
+    async fn move_jobs(
+        &self,
+        workflow_id: i64,
+        retries: &[RetryMove],
+        fails: &[FailMove],
+        retries_first: bool,
+    ) -> (Vec<Result<MoveOutcome, BackendError>>, Vec<Result<MoveOutcome, BackendError>>) {
+        let (mut retried, mut failed) = (Vec::new(), Vec::new());
+        if retries_first && !retries.is_empty() {
+            retried = self.retry_jobs(workflow_id, retries).await;
+        }
+        if !fails.is_empty() {
+            failed = self.fail_jobs(workflow_id, fails).await;
+        }
+        if !retries_first && !retries.is_empty() {
+            retried = self.retry_jobs(workflow_id, retries).await;
+        }
+        (retried, failed)
+    }
+
     /// Record an event in the workflow's audit trail (who, what, why, when).
     async fn append_event(&self, workflow_id: i64, event: &AuditEvent) -> Result<(), BackendError>;
 

@@ -71,13 +71,14 @@ impl Engine {
     /// Make the move of every entry whose outcome is `would_apply` (judged applicable, not
     /// validated again): the fails go to the backend as one batch
     /// ([`crate::backend::JobBackend::fail_jobs`]), then the retries as another
-    /// ([`crate::backend::JobBackend::retry_jobs`]).
+    /// ([`crate::backend::JobBackend::retry_jobs`]), both through
+    /// [`crate::backend::JobBackend::move_jobs`] (a backend may make them on one read).
     pub async fn apply_ready(&self, workflow_id: i64, entries: &mut [PlanJob], who: &str) {
         self.apply_batches(workflow_id, entries, who, false).await;
     }
 
     /// [`Engine::apply_ready`], with the retries first when `retries_first` (how `triage
-    /// apply` moves a plan).
+    /// apply` moves a plan; a backend that makes both batches on one read chooses its order).
     async fn apply_batches(&self, workflow_id: i64, entries: &mut [PlanJob], who: &str, retries_first: bool) {
         let mut retries: Vec<(&mut PlanJob, RetryMove)> = Vec::new();
         let mut fails: Vec<(&mut PlanJob, FailMove)> = Vec::new();
@@ -115,33 +116,13 @@ impl Engine {
                 }
             }
         }
-        if retries_first {
-            self.retry_batch(workflow_id, retries).await;
-            self.fail_batch(workflow_id, fails).await;
-        } else {
-            self.fail_batch(workflow_id, fails).await;
-            self.retry_batch(workflow_id, retries).await;
-        }
-    }
-
-    async fn fail_batch(&self, workflow_id: i64, fails: Vec<(&mut PlanJob, FailMove)>) {
-        if fails.is_empty() {
-            return;
-        }
-        let moves: Vec<FailMove> = fails.iter().map(|(_, m)| m.clone()).collect();
-        let results = self.backend.fail_jobs(workflow_id, &moves).await;
-        for ((entry, _), result) in fails.into_iter().zip(results) {
+        let retry_moves: Vec<RetryMove> = retries.iter().map(|(_, m)| m.clone()).collect();
+        let fail_moves: Vec<FailMove> = fails.iter().map(|(_, m)| m.clone()).collect();
+        let (retried, failed) = self.backend.move_jobs(workflow_id, &retry_moves, &fail_moves, retries_first).await;
+        for ((entry, _), result) in retries.into_iter().zip(retried) {
             settle(entry, result);
         }
-    }
-
-    async fn retry_batch(&self, workflow_id: i64, retries: Vec<(&mut PlanJob, RetryMove)>) {
-        if retries.is_empty() {
-            return;
-        }
-        let moves: Vec<RetryMove> = retries.iter().map(|(_, m)| m.clone()).collect();
-        let results = self.backend.retry_jobs(workflow_id, &moves).await;
-        for ((entry, _), result) in retries.into_iter().zip(results) {
+        for ((entry, _), result) in fails.into_iter().zip(failed) {
             settle(entry, result);
         }
     }

@@ -41,6 +41,7 @@ impl SlurmCli {
         }
         argv.extend(args.iter().map(|a| a.to_string()));
         let shown = format!("{program} {}", argv.join(" "));
+        let started = std::time::Instant::now();
         let child = tokio::process::Command::new(program)
             .args(&argv)
             .stdin(Stdio::null())
@@ -71,6 +72,13 @@ impl SlurmCli {
         })?;
         let out =
             out.map_err(|e| BackendError::Command { command: shown.clone(), why: e.to_string(), transient: true })?;
+        tracing::debug!(
+            command = %shown,
+            status = out.status.code().unwrap_or(-1),
+            bytes = out.stdout.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "slurm command"
+        );
         Ok(Output {
             status: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

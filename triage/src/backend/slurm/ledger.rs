@@ -329,15 +329,34 @@ pub struct ScriptOwner {
 }
 
 impl ScriptOwner {
+    /// The triple, normalised as every source of it is read: an empty working directory or
+    /// user is an unknown one (sacct prints nothing, scontrol `(null)`, for what it lacks).
+    pub fn new(name: &str, work_dir: Option<&str>, user: Option<&str>) -> ScriptOwner {
+        let known = |s: Option<&str>| s.filter(|s| !s.is_empty()).map(str::to_string);
+        ScriptOwner { name: name.to_string(), work_dir: known(work_dir), user: known(user) }
+    }
+
+    /// The owner of a run as `sacct` shows it.
     pub fn of(row: &super::sacct::SacctRow) -> ScriptOwner {
-        ScriptOwner { name: row.name.clone(), work_dir: row.work_dir.clone(), user: row.user.clone() }
+        ScriptOwner::new(&row.name, row.work_dir.as_deref(), row.user.as_deref())
+    }
+
+    /// The owner of the job the controller's `record` describes; `None` without a job name.
+    pub fn of_record(record: &super::scontrol::JobRecord) -> Option<ScriptOwner> {
+        let user = record.user().map(|(u, _)| u);
+        Some(ScriptOwner::new(record.name()?, record.work_dir(), user.as_deref()))
+    }
+
+    /// Whether `found` (read from any source) is this owner's job: the same name and working
+    /// directory, and the same user unless this owner's user is unknown. The one comparison
+    /// behind [`ScriptOwner::held_in`] and [`super::sacct::owner_matches`].
+    pub fn same_job(&self, found: &ScriptOwner) -> bool {
+        found.name == self.name && found.work_dir == self.work_dir && (self.user.is_none() || found.user == self.user)
     }
 
     /// Whether the controller's `record` is this owner's job.
     pub fn held_in(&self, record: &super::scontrol::JobRecord) -> bool {
-        record.name() == Some(self.name.as_str())
-            && record.work_dir().map(str::to_string) == self.work_dir
-            && (self.user.is_none() || record.user().map(|(u, _)| u) == self.user)
+        ScriptOwner::of_record(record).is_some_and(|found| self.same_job(&found))
     }
 }
 
@@ -372,7 +391,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let tmp = tempfile::tempdir().unwrap();
         let l = Ledger::open(tmp.path().join("c")).unwrap();
-        let owner = ScriptOwner { name: "align".into(), work_dir: Some("/w".into()), user: Some("u".into()) };
+        let owner = ScriptOwner::new("align", Some("/w"), Some("u"));
         assert_eq!(l.private_script(7), None, "nothing kept");
         let folder_mode = std::fs::metadata(l.dir().join("scripts")).unwrap().permissions().mode() & 0o777;
         assert_eq!(folder_mode, 0o700, "the scripts folder is made private when the ledger opens");
@@ -396,6 +415,32 @@ mod tests {
         std::os::unix::fs::symlink(tmp.path().join("elsewhere.sh"), l.script(7)).unwrap();
         std::fs::write(tmp.path().join("elsewhere.sh"), "#!/bin/sh\n").unwrap();
         assert_eq!(l.private_script(7), None, "a symlink to a script elsewhere");
+    }
+
+    #[test]
+    fn the_controller_and_sacct_name_the_same_owner_alike() {
+        use super::super::{sacct, scontrol::JobRecord};
+        let owner = ScriptOwner::new("tri-oom", Some("/w"), Some("ana"));
+        let record = |name: &str, dir: &str, user: &str| {
+            JobRecord::from_line(&format!(
+                "JobId=16 JobName={name} UserId={user}(1000) GroupId=ana(1000) JobState=FAILED WorkDir={dir} StdErr=/w/e"
+            ))
+        };
+        // The same job read from either source is the same normalised triple.
+        let from_record = ScriptOwner::of_record(&record("tri-oom", "/w", "ana")).unwrap();
+        let from_sacct = sacct::owner_row("tri-oom|/w|ana").unwrap();
+        assert_eq!(from_record, owner);
+        assert_eq!(from_sacct, owner);
+        assert!(owner.held_in(&record("tri-oom", "/w", "ana")));
+        for (name, dir, user) in [("other", "/w", "ana"), ("tri-oom", "/x", "ana"), ("tri-oom", "/w", "bob")] {
+            assert!(!owner.held_in(&record(name, dir, user)), "{name} {dir} {user}");
+            assert!(!sacct::owner_matches(&format!("{name}|{dir}|{user}\n"), &owner), "{name} {dir} {user}");
+        }
+        // What neither source knows reads as unknown in both: scontrol's `(null)`, sacct's empty.
+        let no_dir = ScriptOwner::new("tri-oom", None, Some("ana"));
+        assert!(no_dir.held_in(&record("tri-oom", "(null)", "ana")));
+        assert!(sacct::owner_matches("tri-oom||ana\n", &no_dir));
+        assert!(ScriptOwner::of_record(&JobRecord::from_line("JobId=16 JobState=FAILED")).is_none());
     }
 
     #[test]

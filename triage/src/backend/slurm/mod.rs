@@ -216,7 +216,7 @@ impl SlurmBackend {
     }
 
     /// Build the workflow's view from Slurm and the ledger (and remember it). The commands:
-    /// one `sacct` (two for a chain or a resubmitted job), one `scontrol -o show job` per Slurm
+    /// one `sacct` (a second one of the other ids for a chain or a resubmitted job), one `scontrol -o show job` per Slurm
     /// job or array, one `squeue` for a chain, and the first time a job is seen one
     /// `scontrol write batch_script` (or `sacct --batch-script`): a 10,000-task array costs three
     /// to five commands.
@@ -233,6 +233,7 @@ impl SlurmBackend {
             return Err(not_found("a Slurm job id is a positive number"));
         }
         let root = workflow_id as u64;
+        let started = Instant::now();
         let ledger = self.ledger().await?;
         let book = ledger.read()?;
         let first = self.sacct(&[root.to_string()]).await?;
@@ -260,18 +261,15 @@ impl SlurmBackend {
         }
         ids.sort();
         ids.dedup();
-        let rows = if ids.len() == 1 { first } else { self.sacct(&ids).await? };
+        // The root's rows are in hand: the second `sacct` asks only for the other ids (for a
+        // 10,000-task array with resubmissions, not its 10,000 tasks' rows again).
+        let others: Vec<String> = ids.iter().filter(|id| **id != root.to_string()).cloned().collect();
+        let mut rows = first;
+        if !others.is_empty() {
+            rows.extend(self.sacct(&others).await?);
+        }
         // Whose job each id names now (its newest run), for the scripts kept under it.
-        let owners: HashMap<u64, ScriptOwner> = ids
-            .iter()
-            .filter_map(|id| id.parse::<u64>().ok())
-            .filter_map(|id| {
-                rows.iter()
-                    .filter(|r| r.step.is_none() && (r.array.is_some_and(|(a, _)| a == id) || r.raw_id == id))
-                    .max_by_key(|r| r.submit)
-                    .map(|r| (id, ScriptOwner::of(r)))
-            })
-            .collect();
+        let owners = view::newest_owners(&ids, &rows);
         // The controller's records, for output paths of runs it still holds.
         let mut records = HashMap::new();
         let mut held = HashSet::new();
@@ -286,7 +284,9 @@ impl SlurmBackend {
             }
         }
         // Remember what the controller says of each latest run while it can say it.
+        // (Written together: a requeued batch's tasks are each a new run the controller holds.)
         let mut seen = HashMap::new();
+        let mut new_seen = crate::fsutil::AtomicBatch::new();
         for row in rows.iter().filter(|r| r.step.is_none()) {
             let Some(submit) = row.submit else { continue };
             let key = RunKey { raw_id: row.raw_id, submit };
@@ -295,13 +295,15 @@ impl SlurmBackend {
                 let s = Seen::of(rec);
                 if !path.is_file() {
                     let bytes = serde_json::to_vec(&s).map_err(|e| BackendError::Internal(e.to_string()))?;
-                    crate::fsutil::write_atomic(&path, &bytes).map_err(|e| BackendError::io(&path, e))?;
+                    new_seen.stage(&path, &bytes).map_err(|e| BackendError::io(&path, e))?;
                 }
                 seen.insert(key, s);
             } else if let Some(s) = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice::<Seen>(&b).ok()) {
                 seen.insert(key, s);
             }
         }
+        let seen_dir = ledger.dir().join("seen");
+        new_seen.commit().map_err(|e| BackendError::io(&seen_dir, e))?;
         // Output patterns from the scripts, for runs nobody recorded paths of.
         let mut patterns = HashMap::new();
         for id in &ids {
@@ -328,7 +330,15 @@ impl SlurmBackend {
             patterns: &patterns,
             ledger_logs: &logs,
         };
+        let computed = Instant::now();
         let views = Arc::new(view::build(&src));
+        tracing::debug!(
+            workflow_id,
+            jobs = views.len(),
+            total_ms = started.elapsed().as_millis() as u64,
+            view_ms = computed.elapsed().as_millis() as u64,
+            "slurm view built"
+        );
         if let Ok(mut v) = self.views.lock() {
             v.insert(workflow_id, (Instant::now(), views.clone()));
         }
@@ -381,11 +391,7 @@ impl JobBackend for SlurmBackend {
 
     async fn job(&self, workflow_id: i64, job_id: i64) -> Result<Job, BackendError> {
         let views = self.load(workflow_id).await?;
-        views
-            .iter()
-            .find(|v| v.job.id == job_id)
-            .map(|v| v.job.clone())
-            .ok_or(BackendError::JobNotFound { workflow_id, job_id })
+        view::find(&views, job_id).map(|v| v.job.clone()).ok_or(BackendError::JobNotFound { workflow_id, job_id })
     }
 
     async fn log_file(
@@ -396,10 +402,10 @@ impl JobBackend for SlurmBackend {
         stream: LogStream,
     ) -> Result<LogFile, BackendError> {
         let views = match self.cached(workflow_id) {
-            Some(v) if v.iter().any(|j| j.job.id == job_id) => v,
+            Some(v) if view::find(&v, job_id).is_some() => v,
             _ => self.load(workflow_id).await?,
         };
-        let v = views.iter().find(|v| v.job.id == job_id).ok_or(BackendError::JobNotFound { workflow_id, job_id })?;
+        let v = view::find(&views, job_id).ok_or(BackendError::JobNotFound { workflow_id, job_id })?;
         let known = || (1..=v.runs.len()).map(|a| a.to_string()).collect::<Vec<_>>().join(", ");
         let n = match attempt {
             Some(n) => n,
@@ -467,6 +473,24 @@ impl JobBackend for SlurmBackend {
 
     async fn fail_jobs(&self, workflow_id: i64, moves: &[FailMove]) -> Vec<Result<MoveOutcome, BackendError>> {
         let out = self.fail_many(workflow_id, moves).await;
+        self.forget(workflow_id);
+        out
+    }
+
+    async fn move_jobs(
+        &self,
+        workflow_id: i64,
+        retries: &[RetryMove],
+        fails: &[FailMove],
+        _retries_first: bool,
+    ) -> (Vec<Result<MoveOutcome, BackendError>>, Vec<Result<MoveOutcome, BackendError>>) {
+        let out = match (retries.is_empty(), fails.is_empty()) {
+            (true, true) => (vec![], vec![]),
+            (false, true) => (self.retry_many(workflow_id, retries).await, vec![]),
+            (true, false) => (vec![], self.fail_many(workflow_id, fails).await),
+            // Both on one read, the fails first, whatever order was asked (see `fail_and_retry`).
+            (false, false) => self.fail_and_retry(workflow_id, retries, fails).await,
+        };
         self.forget(workflow_id);
         out
     }

@@ -33,6 +33,8 @@ use jiff::Timestamp;
 use jiff::civil::DateTime;
 use jiff::tz::TimeZone;
 
+use super::ledger::ScriptOwner;
+
 /// The `--format` list [`parse`] expects, in this order.
 pub const SACCT_FIELDS: &str =
     "JobID,JobIDRaw,JobName,State,ExitCode,Submit,Start,End,NodeList,ReqMem,Timelimit,WorkDir,User";
@@ -40,18 +42,18 @@ pub const SACCT_FIELDS: &str =
 /// The `--format` list [`owner_matches`] reads: whose job a record is.
 pub const OWNER_FIELDS: &str = "JobName,WorkDir,User";
 
-/// Whether every row of `sacct -X -n -P -o OWNER_FIELDS` (at least one) is `owner`'s job.
-pub fn owner_matches(text: &str, owner: &super::ledger::ScriptOwner) -> bool {
+/// Whether every row of `sacct -X -n -P -o OWNER_FIELDS` (at least one) is `owner`'s job
+/// ([`ScriptOwner::same_job`]).
+pub fn owner_matches(text: &str, owner: &ScriptOwner) -> bool {
     let mut rows = text.lines().filter(|l| !l.trim().is_empty()).peekable();
-    rows.peek().is_some()
-        && rows.all(|l| {
-            let f: Vec<&str> = l.split('|').collect();
-            let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
-            f.len() == 3
-                && f[0] == owner.name
-                && some(f[1]) == owner.work_dir
-                && (owner.user.is_none() || some(f[2]) == owner.user)
-        })
+    rows.peek().is_some() && rows.all(|l| owner_row(l).is_some_and(|found| owner.same_job(&found)))
+}
+
+/// One row of `sacct -X -n -P -o OWNER_FIELDS`; `None` unless it has the three fields.
+pub fn owner_row(line: &str) -> Option<ScriptOwner> {
+    let mut f = line.split('|');
+    let (name, work_dir, user) = (f.next()?, f.next()?, f.next()?);
+    f.next().is_none().then(|| ScriptOwner::new(name, Some(work_dir), Some(user)))
 }
 
 /// How many columns a row of [`SACCT_FIELDS`] has.
@@ -409,7 +411,6 @@ mod tests {
 
     #[test]
     fn a_script_is_used_only_for_its_own_job() {
-        use crate::backend::slurm::ledger::ScriptOwner;
         let owner = ScriptOwner { name: "tri-oom".into(), work_dir: Some("/w".into()), user: Some("ana".into()) };
         assert!(owner_matches("tri-oom|/w|ana\n", &owner));
         assert!(!owner_matches("", &owner), "no record: nothing to check against");
@@ -417,6 +418,14 @@ mod tests {
         assert!(!owner_matches("tri-oom|/elsewhere|ana\n", &owner));
         assert!(!owner_matches("tri-oom|/w|bob\n", &owner));
         assert!(!owner_matches("tri-oom|/w|ana\nother|/w|ana\n", &owner));
+        assert!(!owner_matches("tri-oom|/w\n", &owner), "a row without the three fields");
+        assert!(!owner_matches("tri-oom|/w|ana|x\n", &owner));
+        // An owner whose user is unknown is matched by name and directory; an empty directory
+        // is an unknown one.
+        let anyone = ScriptOwner::new("tri-oom", Some(""), None);
+        assert_eq!(anyone.work_dir, None);
+        assert!(owner_matches("tri-oom||bob\n", &anyone));
+        assert!(!owner_matches("tri-oom|/w|bob\n", &anyone));
     }
 
     #[test]

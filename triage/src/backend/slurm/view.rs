@@ -17,14 +17,14 @@
 //!   `--output` pattern expanded, else Slurm's default `slurm-%j.out`; an earlier run's are
 //!   the ledger's copies (Slurm truncates them when the job runs again).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use super::filename::{self, PatternJob};
-use super::ledger::{Book, Incarnation, RunKey};
+use super::ledger::{Book, Incarnation, RunKey, ScriptOwner};
 use super::sacct::{self, Run};
 use super::scontrol::JobRecord;
 use crate::model::{Action, Attempt, Job, JobStatus, Memory, Resources, Runtime, SchedulerState};
@@ -156,7 +156,32 @@ impl Resubmitted {
     }
 }
 
-/// Build the triage jobs of one workflow.
+/// Whose job each of `ids` (Slurm job ids) names now: the owner of its newest run among
+/// `rows`, where an array's id counts the runs of all its tasks. One pass over the rows.
+pub fn newest_owners(ids: &[String], rows: &[sacct::SacctRow]) -> HashMap<u64, ScriptOwner> {
+    let wanted: HashSet<u64> = ids.iter().filter_map(|id| id.parse().ok()).collect();
+    let mut newest: HashMap<u64, &sacct::SacctRow> = HashMap::new();
+    for row in rows.iter().filter(|r| r.step.is_none()) {
+        for id in [row.array.map(|(a, _)| a), Some(row.raw_id)].into_iter().flatten() {
+            if !wanted.contains(&id) {
+                continue;
+            }
+            // Of runs submitted at the same time (or with no submit time yet), the later row.
+            let best = newest.entry(id).or_insert(row);
+            if row.submit >= best.submit {
+                *best = row;
+            }
+        }
+    }
+    newest.into_iter().map(|(id, row)| (id, ScriptOwner::of(row))).collect()
+}
+
+/// Job `job_id` of a view [`build`] made (its jobs are in id order).
+pub fn find(views: &[JobView], job_id: i64) -> Option<&JobView> {
+    views.binary_search_by_key(&job_id, |v| v.job.id).ok().map(|i| &views[i])
+}
+
+/// Build the triage jobs of one workflow, in job id order.
 pub fn build(src: &Sources<'_>) -> Vec<JobView> {
     // Runs by triage job id, with the incarnation they belong to.
     let resubmitted = Resubmitted::of(src.book, src.workflow_id);
@@ -437,6 +462,51 @@ pub fn dependency_ids(dep: &str) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_owner_of_each_id_is_its_newest_runs() {
+        let t = |s: i64| Timestamp::from_second(1_800_000_000 + s).ok();
+        let row = |job_id: &str, raw_id: u64, array: Option<(u64, u32)>, name: &str, submit: i64| sacct::SacctRow {
+            job_id: job_id.into(),
+            key: job_id.into(),
+            raw_id,
+            array,
+            step: None,
+            name: name.into(),
+            state: "FAILED".into(),
+            state_detail: None,
+            exit_code: 1,
+            signal: 0,
+            submit: t(submit),
+            start: t(submit + 1),
+            end: t(submit + 2),
+            node_list: None,
+            req_mem_bytes: None,
+            timelimit_secs: None,
+            work_dir: Some("/w".into()),
+            user: Some("ana".into()),
+        };
+        let mut step = row("16_1.batch", 17, Some((16, 1)), "batch", 90);
+        step.step = Some("batch".into());
+        let rows = vec![
+            row("16_0", 16, Some((16, 0)), "old", 0),
+            row("16_1", 17, Some((16, 1)), "old", 0),
+            // Task 1 ran again later under the array's id, as another job (a reissued id).
+            row("16_1", 17, Some((16, 1)), "new", 50),
+            step,
+            row("40_3", 41, Some((40, 3)), "resubmitted", 60),
+            row("99", 99, None, "not asked", 70),
+            row("52", 52, None, "plain", 5),
+        ];
+        let ids: Vec<String> = ["16", "17", "40", "52"].iter().map(|s| s.to_string()).collect();
+        let owners = newest_owners(&ids, &rows);
+        let name = |id: u64| owners.get(&id).map(|o| o.name.as_str());
+        assert_eq!(name(16), Some("new"), "an array's newest task run names its owner; steps do not count");
+        assert_eq!(name(17), Some("new"), "a task's own id");
+        assert_eq!(name(40), Some("resubmitted"));
+        assert_eq!(name(52), Some("plain"));
+        assert_eq!(owners.len(), 4, "ids not asked about are left out: {owners:?}");
+    }
 
     #[test]
     fn dependency_lists_and_members() {
