@@ -185,22 +185,31 @@ impl Matcher {
             .collect()
     }
 
-    /// Per non-empty line of `text` that matches anything, its 0-based number and the indices
-    /// of the patterns it matches, ascending: the prefilter's candidates, each checked by its
-    /// own regex.
-    pub(crate) fn line_matches<'t>(&self, text: &'t str) -> Vec<(usize, &'t str, Vec<usize>)> {
-        let mut out: Vec<(usize, &str, Vec<usize>)> = Vec::new();
+    /// Calls `visit(number, line, patterns)` for each non-empty line of `text` that matches
+    /// anything, with its 0-based number and the indices of the patterns it matches, ascending:
+    /// the prefilter's candidates, each checked by its own regex.
+    pub(crate) fn for_each_line_match<'t>(&self, text: &'t str, mut visit: impl FnMut(usize, &'t str, &[usize])) {
+        // One buffer for every line's matches (a vector per matching line was a few percent
+        // of a large tail's scan).
+        let mut matched = Vec::new();
         self.prefilter.for_each_line(text, |number, line, candidates| {
-            let mut matched = Vec::new();
+            matched.clear();
             for &p in candidates {
                 if self.patterns.get(p).is_some_and(|pattern| pattern.is_match(line.as_bytes())) {
                     matched.push(p);
                 }
             }
             if !matched.is_empty() {
-                out.push((number, line, matched));
+                visit(number, line, &matched);
             }
         });
+    }
+
+    /// [`Matcher::for_each_line_match`] as a list, for the tests.
+    #[cfg(test)]
+    pub(crate) fn line_matches<'t>(&self, text: &'t str) -> Vec<(usize, &'t str, Vec<usize>)> {
+        let mut out = Vec::new();
+        self.for_each_line_match(text, |number, line, matched| out.push((number, line, matched.to_vec())));
         out
     }
 
@@ -226,6 +235,11 @@ impl Matcher {
         }
         out
     }
+}
+
+/// `visit`, typed as taking lines of `text` (a closure's own parameters could not say so).
+fn lines_of<'t, F: FnMut(usize, &'t str, &[usize])>(_text: &'t str, visit: F) -> F {
+    visit
 }
 
 /// What the exit code or scheduler state says about `entry`, if it lists either.
@@ -254,20 +268,16 @@ pub(crate) fn scan(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &ScanC
 
 /// [`scan`], finding the matches `how`.
 pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &ScanContext, how: Matching) -> Hints {
-    let text = strip_ansi(text);
-    let line_matches = match how {
-        Matching::Prefiltered => matcher.line_matches(&text),
-        #[cfg(test)]
-        Matching::Plain => matcher.line_matches_plain(&text),
-    };
+    let stripped = strip_ansi(text);
+    let text: &str = &stripped;
     // Per entry, its last few matching lines (1-based number, text).
     let mut hits: Vec<Vec<(usize, &str)>> = vec![Vec::new(); entries.len()];
     // Per analyzer, the (0-based) lines that woke it.
     let mut woken: Vec<Vec<usize>> = vec![Vec::new(); matcher.first_outcome.len()];
     let mut seen_on_line: Vec<usize> = Vec::new();
-    for (i, line, matched) in line_matches {
+    let mut on_line = lines_of(text, |i, line, matched| {
         seen_on_line.clear();
-        for p in matched {
+        for &p in matched {
             let e = match matcher.patterns.get(p).map(|p| p.owner) {
                 Some(Owner::Entry(e, _)) => e,
                 Some(Owner::Analyzer(a)) => {
@@ -292,6 +302,15 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
                     h.remove(0);
                 }
                 h.push((i + 1, line));
+            }
+        }
+    });
+    match how {
+        Matching::Prefiltered => matcher.for_each_line_match(text, &mut on_line),
+        #[cfg(test)]
+        Matching::Plain => {
+            for (i, line, matched) in matcher.line_matches_plain(text) {
+                on_line(i, line, &matched);
             }
         }
     }
@@ -330,7 +349,7 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
     }
 
     if woken.iter().any(|w| !w.is_empty()) {
-        let lines = split_lines(&text);
+        let lines = split_lines(text);
         for (a, w) in woken.iter().enumerate().filter(|(_, w)| !w.is_empty()) {
             let (Some(analyzer), Some(&first)) = (analyzers::ALL.get(a), matcher.first_outcome.get(a)) else {
                 continue;
