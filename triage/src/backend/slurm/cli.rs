@@ -31,6 +31,17 @@ impl Output {
     }
 }
 
+/// What a failed command prints when the controller was busy or briefly away: the command did
+/// nothing, and the same command a moment later usually goes through.
+const TRANSIENT: &[&str] = &[
+    "Socket timed out",
+    "Unable to contact slurm controller",
+    "Connection refused",
+    "Zero Bytes",
+    "Job update not available right now",
+    "DB index is being set",
+];
+
 impl SlurmCli {
     /// Run `program args...` (with `-M` first when a cluster is named) and return its output,
     /// whatever its exit status; `Err` only when it could not run or timed out.
@@ -86,6 +97,26 @@ impl SlurmCli {
         })
     }
 
+    /// [`SlurmCli::check`] of a command that may be sent again (`scontrol release`: releasing a
+    /// released job changes nothing), sent again while it fails in a way that passes ([`TRANSIENT`]:
+    /// the controller busy or briefly away, such as "the DB index is being set" right after many
+    /// jobs were released), a few times over about 8 s. A job left held costs a whole
+    /// triage run (recovery releases it then); a few seconds here usually save that.
+    pub async fn check_retrying(&self, program: &str, args: &[&str]) -> Result<Output, BackendError> {
+        use backon::Retryable;
+        let schedule = backon::ExponentialBuilder::default()
+            .with_min_delay(Duration::from_millis(500))
+            .with_max_delay(Duration::from_secs(4))
+            .with_max_times(4)
+            .with_jitter();
+        (|| self.check(program, args))
+            .retry(schedule)
+            .sleep(tokio::time::sleep)
+            .when(BackendError::is_transient)
+            .notify(|e: &BackendError, d: Duration| tracing::info!("{program} {}: {e}; again in {d:?}", args.join(" ")))
+            .await
+    }
+
     /// [`SlurmCli::run`], and an error unless it exited 0 (or printed an error on stderr that
     /// Slurm reports with status 0, such as `scontrol write batch_script`'s).
     pub async fn check(&self, program: &str, args: &[&str]) -> Result<Output, BackendError> {
@@ -95,10 +126,7 @@ impl SlurmCli {
         if !out.ok() || reported {
             let shown = format!("{program} {}", args.join(" "));
             let text = format!("{}{}", out.stderr.trim(), out.stdout.trim());
-            let transient =
-                ["Socket timed out", "Unable to contact slurm controller", "Connection refused", "Zero Bytes"]
-                    .iter()
-                    .any(|t| text.contains(t));
+            let transient = TRANSIENT.iter().any(|t| text.contains(t));
             return Err(BackendError::Command {
                 command: shown,
                 why: format!("exit status {}: {}", out.status, text.lines().last().unwrap_or("no message")),
@@ -106,5 +134,53 @@ impl SlurmCli {
             });
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in for `scontrol` that fails like a busy controller `fails` times, then succeeds;
+    /// it counts its calls in `calls`.
+    fn flaky(dir: &std::path::Path, fails: u32, message: &str) -> std::path::PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let script = dir.join("scontrol");
+        let calls = dir.join("calls");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\nn=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}\nif [ $n -le {fails} ]; then echo 'scontrol: error: {message}' >&2; exit 1; fi\nexit 0\n",
+                c = calls.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        script
+    }
+
+    fn calls(dir: &std::path::Path) -> u32 {
+        std::fs::read_to_string(dir.join("calls")).unwrap().trim().parse().unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_release_refused_by_a_busy_controller_is_sent_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cli = SlurmCli { cluster: None, timeout: Duration::from_secs(10) };
+        let busy = "Job update not available right now, the DB index is being set, try again later for JobId=12";
+        let prog = flaky(tmp.path(), 2, busy);
+        let out = cli.check_retrying(prog.to_str().unwrap(), &["release", "12"]).await;
+        assert!(out.is_ok(), "{out:?}");
+        assert_eq!(calls(tmp.path()), 3, "two refusals, then the release went through");
+    }
+
+    #[tokio::test]
+    async fn a_release_refused_for_good_is_not_sent_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cli = SlurmCli { cluster: None, timeout: Duration::from_secs(10) };
+        let prog = flaky(tmp.path(), 9, "Invalid job id specified");
+        let out = cli.check_retrying(prog.to_str().unwrap(), &["release", "12"]).await;
+        assert!(matches!(out, Err(BackendError::Command { transient: false, .. })), "{out:?}");
+        assert_eq!(calls(tmp.path()), 1, "a permanent refusal is reported at once");
     }
 }

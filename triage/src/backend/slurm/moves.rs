@@ -185,7 +185,7 @@ impl SlurmBackend {
                         out[g.i] = Some(Ok(moved(g)));
                     }
                     ledger.append_all(&ends)?;
-                    if let Err(e) = self.cli.check("scontrol", &["release", &new_id.to_string()]).await {
+                    if let Err(e) = self.cli.check_retrying("scontrol", &["release", &new_id.to_string()]).await {
                         // Recorded already: the next recovery releases it (see `release_held`).
                         tracing::warn!("job {new_id} was submitted held and could not be released yet: {e}");
                     }
@@ -219,7 +219,7 @@ impl SlurmBackend {
                 );
                 return group.iter().map(|_| Err((BackendError::Batch(why.clone()), true))).collect();
             }
-            if let Err(e) = self.cli.check("scontrol", &["release", &list]).await {
+            if let Err(e) = self.cli.check_retrying("scontrol", &["release", &list]).await {
                 let why = format!(
                     "{e}; the jobs are requeued and held: the next triage run (or `scontrol release {list}`) finishes the move"
                 );
@@ -234,7 +234,9 @@ impl SlurmBackend {
                 Err(e) => Err((e, false)),
                 Ok(_) => match self.update_resources(t, change).await {
                     Err(e) => Err((e, true)),
-                    Ok(()) => self.cli.check("scontrol", &["release", t]).await.map(|_| ()).map_err(|e| (e, true)),
+                    Ok(()) => {
+                        self.cli.check_retrying("scontrol", &["release", t]).await.map(|_| ()).map_err(|e| (e, true))
+                    }
                 },
             });
         }
