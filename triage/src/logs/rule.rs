@@ -74,6 +74,21 @@ macro_rules! rule {
 }
 pub(super) use rule;
 
+/// Test helper: the `fn warm_up()` of a module's `source` lists every `static NAME: Rule` the
+/// module declares (a rule left out would compile inside a listing).
+#[cfg(test)]
+pub(super) fn assert_warm_up_lists_every_rule(source: &str) {
+    let mut declared: Vec<&str> =
+        source.lines().filter_map(|l| l.strip_prefix("static ")?.split_once(": Rule ").map(|(name, _)| name)).collect();
+    assert!(!declared.is_empty());
+    let listed = source.split("fn warm_up()").nth(1).and_then(|rest| rest.split("] {").next()).unwrap_or_default();
+    let mut listed: Vec<&str> =
+        listed.split('&').skip(1).map(|n| n.trim_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))).collect();
+    listed.sort_unstable();
+    declared.sort_unstable();
+    assert_eq!(listed, declared);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

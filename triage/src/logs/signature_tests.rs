@@ -216,14 +216,5 @@ fn fnv1a_matches_reference_vectors() {
 /// `warm_up` names every rule of `signature.rs` (a rule left out would compile inside a listing).
 #[test]
 fn warm_up_names_every_rule() {
-    let text = include_str!("signature.rs");
-    let mut declared: Vec<&str> =
-        text.lines().filter_map(|l| l.strip_prefix("static ")?.split_once(": Rule ").map(|(name, _)| name)).collect();
-    assert!(!declared.is_empty());
-    let listed = text.split("fn warm_up()").nth(1).and_then(|rest| rest.split("] {").next()).unwrap_or_default();
-    let mut listed: Vec<&str> =
-        listed.split('&').skip(1).map(|n| n.trim_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))).collect();
-    listed.sort_unstable();
-    declared.sort_unstable();
-    assert_eq!(listed, declared);
+    crate::logs::rule::assert_warm_up_lists_every_rule(include_str!("signature.rs"));
 }

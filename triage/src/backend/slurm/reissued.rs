@@ -76,31 +76,17 @@ fn reran(earlier: &Run, later: &Run, book: &Book) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::slurm::sacct::SacctRow;
+    use crate::backend::slurm::sacct::{SacctRow, test_row};
     use jiff::Timestamp;
 
     fn run(id: u64, state: &str, submit: i64) -> Run {
-        let t = |s: i64| Timestamp::from_second(1_800_000_000 + s).ok();
         Run {
             job: SacctRow {
-                job_id: id.to_string(),
-                key: id.to_string(),
-                raw_id: id,
-                array: None,
-                step: None,
-                name: "j".into(),
                 state: state.into(),
-                state_detail: None,
-                exit_code: 1,
-                signal: 0,
-                submit: t(submit),
-                start: t(submit + 1),
-                end: t(submit + 2),
                 node_list: Some("n1".into()),
                 req_mem_bytes: Some(1 << 20),
-                timelimit_secs: None,
-                work_dir: Some("/w".into()),
                 user: Some("u".into()),
+                ..test_row(&id.to_string(), id, "j", submit)
             },
             steps: vec![],
         }

@@ -253,6 +253,33 @@ fn parse_row(line: usize, text: &str, tz: &TimeZone) -> Result<SacctRow, SacctEr
     })
 }
 
+/// A failed run for tests: job `job_id` (raw id `raw_id`), named `name`, in `/w`, submitted
+/// `submit` seconds after a fixed instant, started 1 s and ended 2 s later.
+#[cfg(test)]
+pub(super) fn test_row(job_id: &str, raw_id: u64, name: &str, submit: i64) -> SacctRow {
+    let t = |s: i64| jiff::Timestamp::from_second(1_800_000_000 + s).ok();
+    SacctRow {
+        job_id: job_id.into(),
+        key: job_id.into(),
+        raw_id,
+        array: None,
+        step: None,
+        name: name.into(),
+        state: "FAILED".into(),
+        state_detail: None,
+        exit_code: 1,
+        signal: 0,
+        submit: t(submit),
+        start: t(submit + 1),
+        end: t(submit + 2),
+        node_list: None,
+        req_mem_bytes: None,
+        timelimit_secs: None,
+        work_dir: Some("/w".into()),
+        user: None,
+    }
+}
+
 fn non_empty(s: &str) -> Option<String> {
     let s = s.trim();
     (!s.is_empty()).then(|| s.to_string())

@@ -465,26 +465,10 @@ mod tests {
 
     #[test]
     fn the_owner_of_each_id_is_its_newest_runs() {
-        let t = |s: i64| Timestamp::from_second(1_800_000_000 + s).ok();
         let row = |job_id: &str, raw_id: u64, array: Option<(u64, u32)>, name: &str, submit: i64| sacct::SacctRow {
-            job_id: job_id.into(),
-            key: job_id.into(),
-            raw_id,
             array,
-            step: None,
-            name: name.into(),
-            state: "FAILED".into(),
-            state_detail: None,
-            exit_code: 1,
-            signal: 0,
-            submit: t(submit),
-            start: t(submit + 1),
-            end: t(submit + 2),
-            node_list: None,
-            req_mem_bytes: None,
-            timelimit_secs: None,
-            work_dir: Some("/w".into()),
             user: Some("ana".into()),
+            ..sacct::test_row(job_id, raw_id, name, submit)
         };
         let mut step = row("16_1.batch", 17, Some((16, 1)), "batch", 90);
         step.step = Some("batch".into());
