@@ -59,15 +59,9 @@ async fn run(args: args::Args) -> anyhow::Result<()> {
 fn init_logging(level: Option<&str>) {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    // A level (`warn`) or per-target levels (`triage=debug,rmcp=info`), as RUST_LOG gives them;
-    // what does not parse leaves the default, `warn`.
-    let spec = level.map(str::to_string).or_else(|| std::env::var("RUST_LOG").ok());
-    let filter = spec
-        .and_then(|s| s.parse::<tracing_subscriber::filter::Targets>().ok())
-        .unwrap_or_else(|| tracing_subscriber::filter::Targets::new().with_default(tracing::Level::WARN));
     let _ = tracing_subscriber::registry()
         .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(false))
-        .with(filter)
+        .with(triage::settings::log_filter(level))
         .try_init();
 }
 

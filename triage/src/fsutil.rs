@@ -87,7 +87,11 @@ const TMP_SUFFIX: &str = ".partial";
 /// A writer killed mid-write leaves its `.tmp-*.partial` file; the next [`FolderLock`]
 /// holder removes it.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
-    let tmp = temp_beside(path, contents)?;
+    replace_durably(temp_beside(path, contents)?, path)
+}
+
+/// Flush `tmp`, rename it to `path`, flush the folder.
+fn replace_durably(tmp: tempfile::NamedTempFile, path: &Path) -> io::Result<()> {
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     sync_folder(folder_of(path))
@@ -204,19 +208,14 @@ fn flush_files(paths: &[&Path]) -> io::Result<()> {
 /// [`write_atomic`] for a file only this user may read or write (mode 0600 whatever the umask
 /// or the old file's mode): what triage later runs or trusts, like a kept batch script.
 pub fn write_private(path: &Path, contents: &[u8]) -> io::Result<()> {
-    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    // Created 0600: the umask can only narrow it.
     let mut tmp = tempfile::Builder::new()
         .prefix(TMP_PREFIX)
         .suffix(TMP_SUFFIX)
         .permissions(Permissions::from_mode(0o600))
-        .tempfile_in(folder)?;
+        .tempfile_in(folder_of(path))?;
     tmp.write_all(contents)?;
-    // The umask cannot widen 0600, but a process-wide umask of 0 with a racing chmod could:
-    // set it again on the open file.
-    tmp.as_file().set_permissions(Permissions::from_mode(0o600))?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    sync_folder(folder)
+    replace_durably(tmp, path)
 }
 
 /// Give `file` the owner (where allowed), group (where allowed) and permission bits of

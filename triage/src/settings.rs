@@ -203,6 +203,16 @@ fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
+/// The log filter both binaries use: `level` (their `--log` flag) else `RUST_LOG`, read as a level
+/// (`warn`) or per-target levels (`triage=debug,rmcp=info`); what does not parse leaves the
+/// default, `warn`. (A `Targets` filter, not `EnvFilter`: the latter builds a DFA for every
+/// small regex on start-up, and span or field filters are not needed here.)
+pub fn log_filter(level: Option<&str>) -> tracing_subscriber::filter::Targets {
+    let spec = level.map(str::to_string).or_else(|| std::env::var("RUST_LOG").ok());
+    spec.and_then(|s| s.parse::<tracing_subscriber::filter::Targets>().ok())
+        .unwrap_or_else(|| tracing_subscriber::filter::Targets::new().with_default(tracing::Level::WARN))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

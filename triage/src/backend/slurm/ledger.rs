@@ -363,14 +363,17 @@ impl ScriptOwner {
 /// Whether `path` is owned by this process's effective user and nobody else may write it.
 fn private(path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
-    private_owner(path) && std::fs::symlink_metadata(path).is_ok_and(|m| m.mode() & 0o022 == 0)
+    std::fs::symlink_metadata(path).is_ok_and(|m| owned(&m) && m.mode() & 0o022 == 0)
 }
 
 /// Whether `path` itself (not a symlink's target) is owned by this process's effective user.
 fn private_owner(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| owned(&m))
+}
+
+fn owned(m: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt;
-    std::fs::symlink_metadata(path)
-        .is_ok_and(|m| m.uid() == nix::unistd::geteuid().as_raw() && !m.file_type().is_symlink())
+    m.uid() == nix::unistd::geteuid().as_raw() && !m.file_type().is_symlink()
 }
 
 /// A fresh decision id.

@@ -28,13 +28,7 @@ impl SlurmBackend {
         workflow_id: i64,
         moves: &[RetryMove],
     ) -> Vec<Result<MoveOutcome, BackendError>> {
-        match self.retry_batch(workflow_id, moves).await {
-            Ok(out) => out,
-            Err(e) => {
-                let why = e.to_string();
-                moves.iter().map(|_| Err(BackendError::Batch(why.clone()))).collect()
-            }
-        }
+        self.retry_batch(workflow_id, moves).await.unwrap_or_else(|e| each_failed(moves.len(), &e))
     }
 
     async fn retry_batch(
@@ -363,13 +357,7 @@ impl SlurmBackend {
         workflow_id: i64,
         moves: &[FailMove],
     ) -> Vec<Result<MoveOutcome, BackendError>> {
-        match self.fail_batch(workflow_id, moves).await {
-            Ok(out) => out,
-            Err(e) => {
-                let why = e.to_string();
-                moves.iter().map(|_| Err(BackendError::Batch(why.clone()))).collect()
-            }
-        }
+        self.fail_batch(workflow_id, moves).await.unwrap_or_else(|e| each_failed(moves.len(), &e))
     }
 
     async fn fail_batch(
@@ -394,14 +382,10 @@ impl SlurmBackend {
         retries: &[RetryMove],
         fails: &[FailMove],
     ) -> (Vec<Result<MoveOutcome, BackendError>>, Vec<Result<MoveOutcome, BackendError>>) {
-        let batch_failed = |e: BackendError| {
-            let why = e.to_string();
-            let all = |n: usize| (0..n).map(|_| Err(BackendError::Batch(why.clone()))).collect::<Vec<_>>();
-            (all(retries.len()), all(fails.len()))
-        };
+        let both_failed = |e: BackendError| (each_failed(retries.len(), &e), each_failed(fails.len(), &e));
         let ledger = match self.ledger().await {
             Ok(l) => l.clone(),
-            Err(e) => return batch_failed(e),
+            Err(e) => return both_failed(e),
         };
         let read = async {
             let lock = ledger.lock()?;
@@ -410,22 +394,14 @@ impl SlurmBackend {
         };
         let (_lock, views) = match read.await {
             Ok(r) => r,
-            Err(e) => return batch_failed(e),
+            Err(e) => return both_failed(e),
         };
-        let failed = match self.fail_on(&ledger, &views, workflow_id, fails).await {
-            Ok(out) => out,
-            Err(e) => {
-                let why = e.to_string();
-                fails.iter().map(|_| Err(BackendError::Batch(why.clone()))).collect()
-            }
-        };
-        let retried = match self.retry_on(&ledger, &views, workflow_id, retries).await {
-            Ok(out) => out,
-            Err(e) => {
-                let why = e.to_string();
-                retries.iter().map(|_| Err(BackendError::Batch(why.clone()))).collect()
-            }
-        };
+        let failed =
+            self.fail_on(&ledger, &views, workflow_id, fails).await.unwrap_or_else(|e| each_failed(fails.len(), &e));
+        let retried = self
+            .retry_on(&ledger, &views, workflow_id, retries)
+            .await
+            .unwrap_or_else(|e| each_failed(retries.len(), &e));
         (retried, failed)
     }
 
@@ -873,6 +849,13 @@ const CLOCK_SKEW: jiff::SignedDuration = jiff::SignedDuration::from_secs(5);
 /// Stage copies of the end of the run's stderr and stdout beside the ledger in `copies` (made
 /// durable by its commit, once for a whole batch of moves), and return the attempt as it is
 /// now with those copies as its logs.
+/// The outcome of each of `n` moves of a batch that stopped before any was made: `e`, as a
+/// batch error (the move did not happen; the batch can be asked again).
+fn each_failed(n: usize, e: &BackendError) -> Vec<Result<MoveOutcome, BackendError>> {
+    let why = e.to_string();
+    (0..n).map(|_| Err(BackendError::Batch(why.clone()))).collect()
+}
+
 fn keep_logs(
     ledger: &Ledger,
     run: &RunInfo,
