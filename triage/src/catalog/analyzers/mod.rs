@@ -30,6 +30,7 @@ use super::entry::Entry;
 use super::hints::ScanContext;
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
+mod cloud_quota;
 mod crashloop;
 mod cuda_oom;
 mod go_panic;
@@ -52,6 +53,7 @@ pub(crate) static ALL: &[&dyn Analyzer] = &[
     &time_limit::TimeLimit,
     &missing_output::MissingOutput,
     &crashloop::CrashLoop,
+    &cloud_quota::CloudQuota,
 ];
 
 /// A conclusion an analyzer can reach; shown like a catalog entry.
@@ -168,7 +170,11 @@ pub(crate) type Lazy = LazyLock<Regex>;
 
 /// Compile every analyzer's regexes now (see [`crate::catalog::Catalog::warm_up`]).
 pub(crate) fn warm_up() {
-    let all: [&Lazy; 23] = [
+    let all: [&Lazy; 27] = [
+        &cloud_quota::AWS,
+        &cloud_quota::AZURE,
+        &cloud_quota::GOOGLE_LIMIT,
+        &cloud_quota::GOOGLE_REQUESTED,
         &crashloop::CRASHLOOP,
         &crashloop::LAST,
         &crashloop::REASON,

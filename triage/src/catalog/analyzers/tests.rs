@@ -112,6 +112,7 @@ fn sizes_parse_in_binary_units() {
 #[test]
 fn warm_up_names_every_analyzer_regex() {
     let sources = [
+        ("cloud_quota", include_str!("cloud_quota.rs")),
         ("crashloop", include_str!("crashloop.rs")),
         ("cuda_oom", include_str!("cuda_oom.rs")),
         ("go_panic", include_str!("go_panic.rs")),
@@ -130,8 +131,12 @@ fn warm_up_names_every_analyzer_regex() {
             })
         })
         .collect();
-    assert_eq!(declared.len(), 23, "{declared:?}");
+    assert_eq!(declared.len(), 27, "{declared:?}");
     let mod_rs = include_str!("mod.rs");
+    // A new analyzer file must be added to `sources` above.
+    let modules: Vec<&str> =
+        mod_rs.lines().filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';')).filter(|m| *m != "tests").collect();
+    assert_eq!(modules, sources.iter().map(|(m, _)| *m).collect::<Vec<_>>(), "analyzer modules and `sources` differ");
     let listed = mod_rs.split("fn warm_up()").nth(1).and_then(|rest| rest.split("];").next()).unwrap_or_default();
     for name in &declared {
         assert!(listed.contains(name.as_str()), "{name} is not warmed up");

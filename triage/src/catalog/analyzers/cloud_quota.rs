@@ -1,0 +1,199 @@
+//! A cloud quota refusal weighed by its numbers.
+//!
+//! Clouds refuse a launch that would exceed a quota, and several say by how much:
+//!
+//! - AWS (SageMaker and other services): `The account-level service limit '…' is 4 Instances,
+//!   with current utilization of 0 Instances and a request delta of 11 Instances`.
+//! - Azure: `… exceeding approved … quota. … Current Limit: 4, Current Usage: 4, Additional
+//!   Required: 2, (Minimum) New Limit Required: 6`.
+//! - Google Cloud: `Quota 'GPUS_ALL_REGIONS' exceeded. Limit: 0.0 globally.`, or
+//!   `Quota violated: … requested: 85899345920 allowed: 42949672960`.
+//!
+//! What a rerun does follows from the numbers:
+//!
+//! - The request alone is more than the whole limit (a limit of 0 included): no rerun fits
+//!   until someone raises the quota or shrinks the request. Permanent.
+//! - The request fits the limit and other work holds the rest (usage + request > limit, with
+//!   usage > 0): the quota frees up as that work finishes. Transient.
+//! - Google's `Limit: N` alone with N > 0 does not say what was asked or what is in use: no
+//!   finding (the text decides through the entries, or stays unknown).
+
+use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, outcome, re};
+use crate::model::{EntryClass, Strategy, SuggestedAction};
+
+pub(crate) struct CloudQuota;
+
+const TOO_LARGE: &str = "cloud-quota/request-exceeds-limit";
+const HELD: &str = "cloud-quota/held-by-other-work";
+
+static OUTCOMES: &[Outcome] = &[
+    Outcome {
+        id: TOO_LARGE,
+        class: EntryClass::Permanent,
+        category: "quota",
+        action: SuggestedAction::Fail,
+        strategy: Strategy::Abort,
+        priority: 20,
+        hint: "The cloud refused the launch because the request alone is larger than the quota's whole \
+               limit (or the limit is zero): no rerun fits until the quota is raised (a support or quota \
+               request) or the job asks for fewer instances, cores or GPUs.",
+    },
+    Outcome {
+        id: HELD,
+        class: EntryClass::Transient,
+        category: "quota",
+        action: SuggestedAction::Retry,
+        strategy: Strategy::RetryExponential,
+        priority: 20,
+        hint: "The request fits the quota, but other running work holds the rest of it at the moment: the \
+               quota frees up as that work finishes. Retry later with backoff, or run fewer jobs at once.",
+    },
+];
+
+static TRIGGERS: &[&str] = &[
+    r"(?i)\bservice limit '[ -&(-~]*' is [\d.]+ \w+, with current utilization of [\d.]+ \w+ and a request delta of [\d.]+",
+    r"(?i)\bCurrent Limit: \d+, Current Usage: \d+, Additional Required: \d+",
+    r"(?i)\bQuota '[\w.-]+' exceeded\.\s+Limit: [\d.]+",
+    r"(?i)\bquota\b[ -~]{0,160}\brequested: ?[\d.]+,? allowed: ?[\d.]+",
+];
+
+/// AWS: limit, utilization, request.
+pub(super) static AWS: Lazy = Lazy::new(|| {
+    re(
+        r"(?i)\bservice limit '[ -&(-~]*' is ([\d.]+) \w+, with current utilization of ([\d.]+) \w+ and a request delta of ([\d.]+)",
+    )
+});
+/// Azure: limit, usage, request.
+pub(super) static AZURE: Lazy =
+    Lazy::new(|| re(r"(?i)\bCurrent Limit: (\d+), Current Usage: (\d+), Additional Required: (\d+)"));
+/// Google: the limit alone.
+pub(super) static GOOGLE_LIMIT: Lazy = Lazy::new(|| re(r"(?i)\bQuota '[\w.-]+' exceeded\.\s+Limit: ([\d.]+)"));
+/// Google: request, limit.
+pub(super) static GOOGLE_REQUESTED: Lazy =
+    Lazy::new(|| re(r"(?i)\bquota\b[ -~]{0,160}\brequested: ?([\d.]+),? allowed: ?([\d.]+)"));
+
+/// The numbers captured by `re` in `line`, in group order.
+fn numbers<const N: usize>(re: &regex::Regex, line: &str) -> Option<[f64; N]> {
+    let c = re.captures(line)?;
+    let mut out = [0.0; N];
+    for (i, n) in out.iter_mut().enumerate() {
+        *n = c.get(i + 1)?.as_str().parse().ok()?;
+    }
+    Some(out)
+}
+
+/// The outcome for a request against a limit with `usage` in use (`None`: usage unknown).
+fn weigh(limit: f64, usage: Option<f64>, request: f64) -> Option<&'static str> {
+    if request > limit {
+        return Some(TOO_LARGE);
+    }
+    match usage {
+        Some(used) if used > 0.0 && used + request > limit => Some(HELD),
+        _ => None,
+    }
+}
+
+/// The outcome one line supports, if any.
+fn judge(line: &str) -> Option<&'static str> {
+    if let Some([limit, used, request]) = numbers::<3>(&AWS, line).or_else(|| numbers::<3>(&AZURE, line)) {
+        return weigh(limit, Some(used), request);
+    }
+    if let Some([request, limit]) = numbers::<2>(&GOOGLE_REQUESTED, line) {
+        return weigh(limit, None, request);
+    }
+    // Every launch asks for at least one unit: a limit of zero refuses them all.
+    match numbers::<1>(&GOOGLE_LIMIT, line) {
+        Some([limit]) if limit == 0.0 => Some(TOO_LARGE),
+        _ => None,
+    }
+}
+
+impl Analyzer for CloudQuota {
+    fn triggers(&self) -> &'static [&'static str] {
+        TRIGGERS
+    }
+
+    fn outcomes(&self) -> &'static [Outcome] {
+        OUTCOMES
+    }
+
+    fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
+        // The last refusal with numbers that decide.
+        input.woken.iter().rev().find_map(|&i| {
+            let id = judge(input.lines.get(i)?)?;
+            Some(Finding { outcome: outcome(OUTCOMES, id), line: i, confirmed_by: None })
+        })
+    }
+
+    fn examples(&self) -> &'static [Example] {
+        &[
+            Example {
+                text: "ResourceLimitExceeded: An error occurred (ResourceLimitExceeded) when calling the \
+                       CreateTrainingJob operation: The account-level service limit 'ml.g5.xlarge for training job \
+                       usage' is 0 Instances, with current utilization of 0 Instances and a request delta of 1 \
+                       Instances. Please use AWS Service Quotas to request an increase for this quota.",
+                exit_code: Some(1),
+                expect: Some(TOO_LARGE),
+            },
+            Example {
+                text: "botocore.errorfactory.ResourceLimitExceeded: An error occurred (ResourceLimitExceeded) when \
+                       calling the CreateProcessingJob operation: The account-level service limit 'Number of \
+                       instances across all processing jobs' is 4 Instances, with current utilization of 0 \
+                       Instances and a request delta of 8 Instances.",
+                exit_code: None,
+                expect: Some(TOO_LARGE),
+            },
+            Example {
+                text: "An error occurred (ResourceLimitExceeded) when calling the CreateTrainingJob operation: The \
+                       account-level service limit 'ml.p3.8xlarge for training job usage' is 2 Instances, with \
+                       current utilization of 2 Instances and a request delta of 1 Instances.",
+                exit_code: None,
+                expect: Some(HELD),
+            },
+            Example {
+                text: "(QuotaExceeded) Operation could not be completed as it results in exceeding approved Standard \
+                       NCASv3_T4 Family Cores quota. Additional details - Deployment Model: Resource Manager, \
+                       Location: southcentralus, Current Limit: 0, Current Usage: 0, Additional Required: 4, \
+                       (Minimum) New Limit Required: 4.",
+                exit_code: None,
+                expect: Some(TOO_LARGE),
+            },
+            Example {
+                text: "Operation could not be completed as it results in exceeding approved Total Regional Cores \
+                       quota. Additional details - Deployment Model: Resource Manager, Location: eastus2, Current \
+                       Limit: 4, Current Usage: 4, Additional Required: 2, (Minimum) New Limit Required: 6.",
+                exit_code: None,
+                expect: Some(HELD),
+            },
+            Example {
+                text: "ERROR: (gcloud.compute.instances.create) Could not fetch resource:\n - Quota \
+                       'GPUS_ALL_REGIONS' exceeded. Limit: 0.0 globally.",
+                exit_code: Some(1),
+                expect: Some(TOO_LARGE),
+            },
+            Example {
+                text: "spec.template.spec.containers[0].resources.limits.memory: Quota violated: \
+                       MemAllocPerProjectRegion requested: 85899345920 allowed: 42949672960",
+                exit_code: None,
+                expect: Some(TOO_LARGE),
+            },
+            // A non-zero Google limit alone: what was asked and what is in use are not shown.
+            Example {
+                text: " - Quota 'CPUS' exceeded.  Limit: 24.0 in region us-central1.",
+                exit_code: None,
+                expect: None,
+            },
+            // Nothing else in use and the request fits: the numbers do not explain the refusal.
+            Example {
+                text: "Current Limit: 10, Current Usage: 0, Additional Required: 4, (Minimum) New Limit Required: 4.",
+                exit_code: None,
+                expect: None,
+            },
+            Example {
+                text: "Quota violated: CpuAllocPerProjectRegion requested: 4000 allowed: 8000",
+                exit_code: None,
+                expect: None,
+            },
+        ]
+    }
+}
