@@ -102,10 +102,7 @@ fn judge(line: &str) -> Option<&'static str> {
         return weigh(limit, None, request);
     }
     // Every launch asks for at least one unit: a limit of zero refuses them all.
-    match numbers::<1>(&GOOGLE_LIMIT, line) {
-        Some([limit]) if limit == 0.0 => Some(TOO_LARGE),
-        _ => None,
-    }
+    numbers::<1>(&GOOGLE_LIMIT, line).filter(|[limit]| *limit == 0.0).map(|_| TOO_LARGE)
 }
 
 impl Analyzer for CloudQuota {
