@@ -7,11 +7,12 @@
 //! - A `-Xmx` (or `-XX:MaxHeapSize`, Spark's `--driver-memory`/`--executor-memory`) visible in
 //!   the tail fixes the heap: more memory for the job changes nothing, the flag must change.
 //!   Permanent (configuration), all the more under a tiny heap.
-//! - No such flag in the tail: if the JVM sized the heap from the memory it was given (a
-//!   fraction of the container or cgroup), a retry with more memory succeeds; if a flag the
-//!   tail does not show fixes it (a wrapper script, `JAVA_TOOL_OPTIONS`, `MAVEN_OPTS`, a
-//!   tool's default), it fails the same way. The text cannot tell: context (unknown), with
-//!   both in the hint.
+//! - No such flag in the tail: permanent too. A heap that runs out is sized by the job's own
+//!   settings almost always: a wrapper script, `JAVA_TOOL_OPTIONS`, `MAVEN_OPTS`, a tool's or
+//!   Spark's default executor memory. Only where the JVM sized the heap from the container's
+//!   memory would more memory alone help, and the tail cannot show that; the labelled corpus
+//!   calls every bare heap error `fail` (re-running unchanged fails the same way). The hint
+//!   names both fixes.
 //!
 //! The JVM limits that no heap size cures (`Requested array size exceeds VM limit`) and a
 //! heap the JVM cannot even reserve stay with the `java-heap` entry (permanent).
@@ -38,15 +39,16 @@ static OUTCOMES: &[Outcome] = &[
     },
     Outcome {
         id: SIZED,
-        class: EntryClass::Context,
+        class: EntryClass::Permanent,
         category: "jvm_oom",
-        action: SuggestedAction::Escalate,
-        strategy: Strategy::ManualIntervention,
+        action: SuggestedAction::Fail,
+        strategy: Strategy::Abort,
         priority: 20,
-        hint: "The Java heap ran out and no heap size is visible in the tail. If the JVM sized the heap \
-               from the job's memory (no -Xmx anywhere), a retry with more memory (or more executor/driver \
-               memory for Spark) succeeds; if a -Xmx is set where the tail does not show it (a wrapper, \
-               JAVA_TOOL_OPTIONS, MAVEN_OPTS, a tool's default), raise that instead: a retry alone fails again.",
+        hint: "The Java heap ran out and no heap size is visible in the tail: the heap is sized by the \
+               job's settings (a -Xmx in a wrapper, JAVA_TOOL_OPTIONS, MAVEN_OPTS, Spark's executor or \
+               driver memory, a tool's default), so re-running unchanged fails the same way. Raise that \
+               setting (and the job's memory with it), or reduce the work; if nothing sets -Xmx, the JVM \
+               took a fraction of the job's memory, and more memory for the job raises it.",
     },
 ];
 
