@@ -356,7 +356,7 @@ fn fold_ascii_case(hir: &Hir) -> Hir {
         HirKind::Literal(lit) => Hir::literal(lit.0.to_ascii_lowercase()),
         HirKind::Class(class) => match single_folded_byte(class) {
             Some(b) => Hir::literal([b]),
-            None => hir.clone(),
+            None => lowercase_class(class).map_or_else(|| hir.clone(), |c| Hir::class(Class::Bytes(c))),
         },
         HirKind::Concat(parts) => Hir::concat(parts.iter().map(fold_ascii_case).collect()),
         HirKind::Alternation(parts) => Hir::alternation(parts.iter().map(fold_ascii_case).collect()),
@@ -387,6 +387,26 @@ fn single_folded_byte(class: &Class) -> Option<u8> {
     };
     let first = bytes.first()?.to_ascii_lowercase();
     bytes.iter().all(|b| b.to_ascii_lowercase() == first).then_some(first)
+}
+
+/// An ASCII class with its capital letters lowercased (`P[SDCZ]` in a case-sensitive pattern
+/// becomes `p[sdcz]`), so the literals extracted through it are lowercase like every other
+/// literal: a capital letter left in one would never occur in the lowercased line it is looked
+/// for in, and the pattern would never be tried. `None` for a class with non-ASCII bytes (its
+/// literals, if any, contain no ASCII capital to lose).
+fn lowercase_class(class: &Class) -> Option<ClassBytes> {
+    let ranges: Vec<(u32, u32)> = match class {
+        Class::Bytes(c) => c.ranges().iter().map(|r| (u32::from(r.start()), u32::from(r.end()))).collect(),
+        Class::Unicode(c) => c.ranges().iter().map(|r| (r.start() as u32, r.end() as u32)).collect(),
+    };
+    if ranges.iter().any(|&(_, end)| end > 0x7f) {
+        return None;
+    }
+    let lowered = ranges.into_iter().flat_map(|(start, end)| start..=end).map(|b| {
+        let b = (b as u8).to_ascii_lowercase();
+        ClassBytesRange::new(b, b)
+    });
+    Some(ClassBytes::new(lowered))
 }
 
 /// A small byte class's bytes (at most a few).
@@ -671,6 +691,17 @@ mod tests {
     #[test]
     fn case_insensitive_words_are_one_lowercase_literal() {
         assert_eq!(need(r"(?i)connection reset by peer"), any(&["connection reset by peer"]));
+    }
+
+    #[test]
+    fn capitals_in_a_class_of_a_case_sensitive_pattern_are_looked_for_lowercase() {
+        let mut l = lits(r"\bERROR in diagonalization P[SDCZ]HEEVX\b").unwrap();
+        l.sort();
+        assert!(l.iter().all(|l| !l.bytes().any(|b| b.is_ascii_uppercase())), "{l:?}");
+        let pf = Prefilter::build(&[need(r"\bERROR in diagonalization P[SDCZ]HEEVX\b")]);
+        let mut lines = Vec::new();
+        pf.for_each_line("ok\nERROR in diagonalization PZHEEVX\n", |n, _, _| lines.push(n));
+        assert_eq!(lines, vec![1], "the line the pattern matches is a candidate");
     }
 
     #[test]
