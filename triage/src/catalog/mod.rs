@@ -43,6 +43,12 @@
 //! - `CUDA out of memory` is `context`: seed 000 calls it transient only "if memory is
 //!   shared", and real cases are mostly the job's own tensors (a retry on the same GPU fails
 //!   again). The hint says what to check.
+//! - `Input/output error` (EIO) and `Network is unreachable` are `context`, though seed 000
+//!   calls them transient: an EIO is as often a failing disk, a damaged file or a mount that
+//!   is broken on this node as a passing storage fault, and a compute node without a route
+//!   out fails every time. Their refinements decide: EIO from the node's own system files (a
+//!   sick node: retry elsewhere), a completion error on the interconnect mid-run (transient).
+//!   A stale NFS handle on a file stays transient.
 //! - `FileNotFoundError` and `No such file or directory` are `permanent`, with a hint: for a
 //!   job's own inputs, a missing file stays missing. When the file is an upstream job's
 //!   output and that job is being retried, the engine (which knows the dependencies, and
