@@ -39,6 +39,7 @@ mod missing_output;
 mod nccl_watchdog;
 mod sigkill;
 mod time_limit;
+mod truncated_download;
 
 #[cfg(test)]
 mod tests;
@@ -54,6 +55,7 @@ pub(crate) static ALL: &[&dyn Analyzer] = &[
     &missing_output::MissingOutput,
     &crashloop::CrashLoop,
     &cloud_quota::CloudQuota,
+    &truncated_download::TruncatedDownload,
 ];
 
 /// A conclusion an analyzer can reach; shown like a catalog entry.
@@ -170,7 +172,7 @@ pub(crate) type Lazy = LazyLock<Regex>;
 
 /// Compile every analyzer's regexes now (see [`crate::catalog::Catalog::warm_up`]).
 pub(crate) fn warm_up() {
-    let all: [&Lazy; 27] = [
+    let all: [&Lazy; 30] = [
         &cloud_quota::AWS,
         &cloud_quota::AZURE,
         &cloud_quota::GOOGLE_LIMIT,
@@ -198,6 +200,9 @@ pub(crate) fn warm_up() {
         &time_limit::PROGRESS_LINE,
         &time_limit::SCHEDULER,
         &time_limit::DONE,
+        &truncated_download::HASH,
+        &truncated_download::PROGRESS,
+        &truncated_download::SIZE,
     ];
     for re in all {
         LazyLock::force(re);

@@ -121,6 +121,7 @@ fn warm_up_names_every_analyzer_regex() {
         ("nccl_watchdog", include_str!("nccl_watchdog.rs")),
         ("sigkill", include_str!("sigkill.rs")),
         ("time_limit", include_str!("time_limit.rs")),
+        ("truncated_download", include_str!("truncated_download.rs")),
     ];
     let declared: Vec<String> = sources
         .iter()
@@ -131,7 +132,7 @@ fn warm_up_names_every_analyzer_regex() {
             })
         })
         .collect();
-    assert_eq!(declared.len(), 27, "{declared:?}");
+    assert_eq!(declared.len(), 30, "{declared:?}");
     let mod_rs = include_str!("mod.rs");
     // A new analyzer file must be added to `sources` above.
     let modules: Vec<&str> =
