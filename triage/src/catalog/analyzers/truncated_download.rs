@@ -30,15 +30,16 @@ static OUTCOMES: &[Outcome] = &[Outcome {
            (no cache, e.g. pip --no-cache-dir or force_download=True), with more retries for large files.",
 }];
 
-static TRIGGERS: &[&str] = &[
-    r"(?i)\bDO NOT MATCH THE HASHES\b",
-    r"\b\d+(?:\.\d+)?/\d+(?:\.\d+)? (?:kB|MB|GB)\b[ -~]*\beta \d",
-    r"(?i)\bfile should be of size \d+ but has size \d+",
-];
+const HASH_RE: &str = r"(?i)\bDO NOT MATCH THE HASHES\b";
+const PROGRESS_RE: &str = r"\b(\d+(?:\.\d+)?)/(\d+(?:\.\d+)?) (?:kB|MB|GB)\b[ -~]*\beta \d";
+const SIZE_RE: &str = r"(?i)\bfile should be of size (\d+) but has size (\d+)";
 
-pub(super) static HASH: Lazy = Lazy::new(|| re(r"(?i)\bDO NOT MATCH THE HASHES\b"));
-pub(super) static PROGRESS: Lazy = Lazy::new(|| re(r"\b(\d+(?:\.\d+)?)/(\d+(?:\.\d+)?) (?:kB|MB|GB)\b[ -~]*\beta \d"));
-pub(super) static SIZE: Lazy = Lazy::new(|| re(r"(?i)\bfile should be of size (\d+) but has size (\d+)"));
+/// The analyzer wakes on the lines its own regexes read.
+static TRIGGERS: &[&str] = &[HASH_RE, PROGRESS_RE, SIZE_RE];
+
+pub(super) static HASH: Lazy = Lazy::new(|| re(HASH_RE));
+pub(super) static PROGRESS: Lazy = Lazy::new(|| re(PROGRESS_RE));
+pub(super) static SIZE: Lazy = Lazy::new(|| re(SIZE_RE));
 
 /// How far above the hash error pip's last progress line may be.
 const PROGRESS_WITHIN: usize = 10;
