@@ -39,9 +39,11 @@ pub struct Entry {
     pub hint: String,
     /// Higher wins over lower, across the whole tail; default 0 (see the verdict rule).
     pub priority: i32,
-    /// Lines that must match this entry.
+    /// Lines that must match this entry. Empty for an entry of the embedded catalog that no
+    /// user file changed: those are checked by the crate's tests and stay in the embedded
+    /// text, not in every process's memory.
     pub examples: Vec<String>,
-    /// Lines that must not match this entry.
+    /// Lines that must not match this entry (empty like `examples` for embedded entries).
     pub counter_examples: Vec<String>,
     /// The file that last defined or changed the entry (`builtin` for the embedded catalog).
     pub source: String,

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::entry::{Entry, Origin, Patch, RawFile, compile_one, valid_id};
+use super::entry::{Entry, Origin, Patch, RawEntry, RawFile, compile_one, valid_id};
 use super::error::CatalogError;
 use super::scan::{BuildError, Matcher};
 
@@ -32,6 +32,11 @@ struct Slot {
     removed: bool,
     /// A user file added or changed it: check its examples at load.
     check: bool,
+    /// It comes from the embedded catalog (whose examples are not kept in memory).
+    builtin: bool,
+    /// A user file set its `examples` / `counter_examples`.
+    sets_examples: bool,
+    sets_counter_examples: bool,
 }
 
 /// Entries in first-definition order, by id.
@@ -55,22 +60,18 @@ impl Merger {
     /// Parse one catalog file's text and merge it over what came before. `check` marks the
     /// entries it touches for the example check (user files).
     pub fn add(&mut self, file: &Path, text: &str, check: bool) -> Result<(), CatalogError> {
-        let raw: RawFile = toml::from_str(text).map_err(|e| {
-            let (line, column) = e.span().map_or((1, 1), |s| line_col(text, s.start));
-            CatalogError::Syntax { file: file.to_path_buf(), line, column, message: e.message().trim().to_string() }
-        })?;
-        let version = raw.version.map(|v| v.trim().to_string()).unwrap_or_default();
+        let (version, entries) = match parse_by_entry(text) {
+            Some(parsed) => parsed,
+            None => parse_whole(file, text)?,
+        };
+        let version = version.map(|v| v.trim().to_string()).unwrap_or_default();
         if version.is_empty() {
             return Err(CatalogError::MissingVersion { file: file.to_path_buf() });
         }
         self.versions.push(version);
 
         let mut seen: HashMap<String, usize> = HashMap::new();
-        // Where each line ends, once: counting from the top for every entry is quadratic.
-        let newlines: Vec<usize> = memchr::memchr_iter(b'\n', text.as_bytes()).collect();
-        for spanned in raw.entry {
-            let line = newlines.partition_point(|&n| n < spanned.span().start) + 1;
-            let raw_entry = spanned.into_inner();
+        for (line, raw_entry) in entries {
             let id = raw_entry.id.trim().to_string();
             let origin = Origin { file: file.to_path_buf(), line, id: id.clone() };
             if !valid_id(&id) {
@@ -82,8 +83,15 @@ impl Merger {
             seen.insert(id.clone(), line);
 
             let disabled = raw_entry.disabled;
-            let patch = raw_entry.into_patch(&origin)?;
+            let mut patch = raw_entry.into_patch(&origin)?;
+            if !check {
+                // The embedded catalog's examples are checked by the test suite, not at load:
+                // they stay in the embedded text (see `builtin_examples`), not in memory.
+                patch.examples = None;
+                patch.counter_examples = None;
+            }
             let sets_patterns = patch.patterns.is_some();
+            let (sets_examples, sets_counter_examples) = (patch.examples.is_some(), patch.counter_examples.is_some());
             match self.index.get(&id).copied() {
                 Some(i) if disabled => self.slots[i].removed = true,
                 None if disabled => {
@@ -95,6 +103,9 @@ impl Merger {
                         // Re-defining a removed entry starts it afresh.
                         slot.patch = patch;
                         slot.removed = false;
+                        slot.builtin = !check;
+                        slot.sets_examples = false;
+                        slot.sets_counter_examples = false;
                     } else {
                         slot.patch.merge(patch);
                     }
@@ -103,10 +114,21 @@ impl Merger {
                     }
                     slot.origin = origin;
                     slot.check |= check;
+                    slot.sets_examples |= sets_examples;
+                    slot.sets_counter_examples |= sets_counter_examples;
                 }
                 None => {
                     self.index.insert(id, self.slots.len());
-                    self.slots.push(Slot { patch, patterns_origin: origin.clone(), origin, removed: false, check });
+                    self.slots.push(Slot {
+                        patch,
+                        patterns_origin: origin.clone(),
+                        origin,
+                        removed: false,
+                        check,
+                        builtin: !check,
+                        sets_examples,
+                        sets_counter_examples,
+                    });
                 }
             }
         }
@@ -123,8 +145,8 @@ impl Merger {
         };
         let mut entries = Vec::new();
         let mut slots = Vec::new();
-        for slot in self.slots.into_iter().filter(|s| !s.removed) {
-            entries.push(slot.patch.clone().finish(&slot.origin, &slot.origin.file)?);
+        for mut slot in self.slots.into_iter().filter(|s| !s.removed) {
+            entries.push(std::mem::take(&mut slot.patch).finish(&slot.origin, &slot.origin.file)?);
             slots.push(slot);
         }
         // The analyzers' outcomes follow the entries (they have no patterns of their own).
@@ -144,11 +166,101 @@ impl Merger {
                 pattern: entries[e].patterns.get(p).cloned().unwrap_or_default(),
             });
         }
-        for (entry, slot) in entries.iter().zip(&slots).filter(|(_, s)| s.check) {
+        // A user file that changed an embedded entry without giving its own examples is
+        // checked against the embedded ones (read again from the embedded text: rare).
+        let mut builtin: Option<Examples> = None;
+        for (entry, slot) in entries.iter_mut().zip(&slots).filter(|(_, s)| s.check) {
+            if slot.builtin && (!slot.sets_examples || !slot.sets_counter_examples) {
+                let map = builtin.get_or_insert_with(builtin_examples);
+                if let Some((examples, counter)) = map.get(&entry.id) {
+                    if !slot.sets_examples {
+                        entry.examples.clone_from(examples);
+                    }
+                    if !slot.sets_counter_examples {
+                        entry.counter_examples.clone_from(counter);
+                    }
+                }
+            }
             check_examples(entry, &slot.origin, &slot.patterns_origin)?;
         }
         Ok((version, entries, matcher))
     }
+}
+
+/// Examples and counter-examples, by entry id.
+pub(crate) type Examples = HashMap<String, (Vec<String>, Vec<String>)>;
+
+/// The embedded catalog's examples and counter-examples, by entry id (read from the embedded
+/// text: a loaded catalog does not keep them).
+pub(crate) fn builtin_examples() -> Examples {
+    let parsed =
+        parse_by_entry(BUILTIN_TOML).map_or_else(|| parse_whole(Path::new(BUILTIN_NAME), BUILTIN_TOML).ok(), Some);
+    parsed
+        .map(|(_, entries)| entries)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(_, e)| {
+            (e.id.trim().to_string(), (e.examples.unwrap_or_default(), e.counter_examples.unwrap_or_default()))
+        })
+        .collect()
+}
+
+/// A file's `version` and its entries, each with the line its `[[entry]]` is on.
+type Parsed = (Option<String>, Vec<(usize, RawEntry)>);
+
+/// The whole file parsed at once: the parser's error, with its line and column, if it is not
+/// valid.
+fn parse_whole(file: &Path, text: &str) -> Result<Parsed, CatalogError> {
+    let raw: RawFile = toml::from_str(text).map_err(|e| {
+        let (line, column) = e.span().map_or((1, 1), |s| line_col(text, s.start));
+        CatalogError::Syntax { file: file.to_path_buf(), line, column, message: e.message().trim().to_string() }
+    })?;
+    // Where each line ends, once: counting from the top for every entry is quadratic.
+    let newlines: Vec<usize> = memchr::memchr_iter(b'\n', text.as_bytes()).collect();
+    let entries = raw
+        .entry
+        .into_iter()
+        .map(|spanned| (newlines.partition_point(|&n| n < spanned.span().start) + 1, spanned.into_inner()))
+        .collect();
+    Ok((raw.version, entries))
+}
+
+/// The file parsed one `[[entry]]` at a time (the text before the first one, then from each
+/// line that is exactly `[[entry]]` to the next), or `None` if a piece does not parse alone
+/// (a multi-line string with such a line in it, or an error: the whole file is then parsed
+/// at once, which says where). The parser holds a whole file's document in memory before it
+/// hands over the entries: for the embedded catalog, a few hundred kilobytes of TOML, that
+/// was about 2 MB at the peak of every process; one entry at a time it is a few kilobytes.
+fn parse_by_entry(text: &str) -> Option<Parsed> {
+    let mut starts = vec![0usize];
+    let mut line_starts = vec![1usize];
+    let (mut at, mut line) = (0usize, 1usize);
+    for l in text.split_inclusive('\n') {
+        if at > 0 && l.trim_end() == "[[entry]]" {
+            starts.push(at);
+            line_starts.push(line);
+        }
+        at += l.len();
+        line += 1;
+    }
+    starts.push(text.len());
+    let mut version = None;
+    let mut entries = Vec::new();
+    for (piece, (bounds, first_line)) in starts.windows(2).zip(line_starts).enumerate() {
+        let raw: RawFile = toml::from_str(text.get(bounds[0]..bounds[1])?).ok()?;
+        if piece == 0 {
+            version = raw.version;
+        } else if raw.version.is_some() || raw.entry.len() != 1 {
+            return None;
+        }
+        // A piece's own first entry is on its first line (for the first piece, wherever it is).
+        let chunk = text.get(bounds[0]..bounds[1])?;
+        for spanned in raw.entry {
+            let within = chunk.get(..spanned.span().start).map_or(0, |b| b.matches('\n').count());
+            entries.push((first_line + within, spanned.into_inner()));
+        }
+    }
+    Some((version, entries))
 }
 
 /// The patterns could not be prepared: the pattern to blame, with the regex crate's own

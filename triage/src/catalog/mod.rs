@@ -9,7 +9,8 @@
 //! `exit_codes` and `scheduler_states`, a suggested `action`, a `strategy` (seed 002), a
 //! `hint` written for the agent, an optional `priority`, and `examples` and
 //! `counter_examples`: checked at load for every entry a user file adds or changes, and for
-//! the embedded entries by this module's tests (with every pattern needing an example).
+//! the embedded entries by this module's tests (with every pattern needing an example; a
+//! loaded catalog does not keep the embedded entries' examples in memory).
 //!
 //! Patterns are Rust regexes tried on each line of the ANSI-stripped text (`^`/`$` are the
 //! line's ends); use `(?i)` for case-insensitivity. They are matched with ASCII classes

@@ -32,6 +32,8 @@
 //!    on `loss` and `weight` and then needs `nan` on the same line, and
 //!    `\b403\b.{0,3}\bForbidden\b|status[:=]403\b` is anchored on `forbidden` and `status`.
 
+use std::sync::OnceLock;
+
 use memchr::memmem;
 use regex_syntax::ParserBuilder;
 use regex_syntax::hir::literal::{ExtractKind, Extractor, Seq};
@@ -441,8 +443,10 @@ pub(crate) struct Prefilter {
     /// Every literal any need names (lowercase), the anchors first.
     literals: Vec<Vec<u8>>,
     anchors: usize,
-    /// A searcher for each literal past the anchors (`literals[anchors + i]`).
-    finders: Vec<memmem::Finder<'static>>,
+    /// A searcher for each literal past the anchors (`literals[anchors + i]`), built the
+    /// first time a line is searched for it: the catalog has thousands of such literals, a
+    /// searcher takes about 300 bytes, and a process that scans a few tails needs few of them.
+    finders: Vec<OnceLock<Box<memmem::Finder<'static>>>>,
     /// Per literal, the patterns anchored on it (none for a literal that is only checked).
     owners: Vec<Vec<usize>>,
     /// Per pattern, its need.
@@ -510,8 +514,7 @@ impl Prefilter {
             }
         }
         let grams = Grams::new(literals.get(..anchors).unwrap_or(&[]));
-        let finders =
-            literals.get(anchors..).unwrap_or(&[]).iter().map(|l| memmem::Finder::new(l).into_owned()).collect();
+        let finders = (anchors..literals.len()).map(|_| OnceLock::new()).collect();
         Prefilter { grams, literals, anchors, finders, owners, conds, always }
     }
 
@@ -624,10 +627,13 @@ impl Prefilter {
         if seen / 2 == stamp {
             return seen % 2 == 1;
         }
-        let Some(finder) = lit.checked_sub(self.anchors).and_then(|i| self.finders.get(i)) else {
+        let (Some(finder), Some(needle)) =
+            (lit.checked_sub(self.anchors).and_then(|i| self.finders.get(i)), self.literals.get(lit))
+        else {
             // An anchor that the search did not find on this line.
             return false;
         };
+        let finder = finder.get_or_init(|| Box::new(memmem::Finder::new(needle).into_owned()));
         if !scratch.lowered {
             scratch.lower.clear();
             scratch.lower.extend(line.iter().map(u8::to_ascii_lowercase));

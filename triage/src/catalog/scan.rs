@@ -79,8 +79,10 @@ pub(crate) fn compile(pattern: &str) -> Result<Regex, regex::Error> {
 /// search never uses, and which would make a first scan spend most of its time and memory
 /// compiling: capture groups (the catalog's patterns group alternatives with plain
 /// parentheses, and a regex that keeps captures builds a one-pass DFA for them, up to
-/// hundreds of kilobytes) and literal prefilters (`prefilter.rs` has already found the
-/// pattern's literals on the line).
+/// hundreds of kilobytes), literal prefilters (`prefilter.rs` has already found the
+/// pattern's literals on the line), and the full and one-pass DFAs it builds besides the lazy
+/// one for a small pattern (memory for each pattern a process uses; on one candidate line the
+/// lazy DFA alone scans as fast, by the `catalog_scan` bench).
 fn compile_matcher(pattern: &str) -> Result<meta::Regex, String> {
     meta::Builder::new()
         .configure(
@@ -90,7 +92,9 @@ fn compile_matcher(pattern: &str) -> Result<meta::Regex, String> {
                 .which_captures(WhichCaptures::None)
                 .auto_prefilter(false)
                 .nfa_size_limit(Some(REGEX_SIZE_LIMIT))
-                .hybrid_cache_capacity(2 << 20),
+                .hybrid_cache_capacity(2 << 20)
+                .dfa(false)
+                .onepass(false),
         )
         .syntax(syntax::Config::new().unicode(false).utf8(false))
         .build(pattern)

@@ -227,3 +227,22 @@ fn garbage_never_panics() {
         assert!(err.to_string().contains("fix:"), "{err}");
     }
 }
+
+/// A file is parsed one `[[entry]]` at a time (to keep a large file's parse small); a
+/// multi-line string with an `[[entry]]` line in it cannot be cut there, and the file is then
+/// read whole, with the same result and the same lines in errors.
+#[test]
+fn an_entry_line_inside_a_multi_line_string_is_text() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let hint = "hint = '''Our flaky service.\n[[entry]]\nRetry.'''";
+    let text = format!("version = \"site.1\"\n{}", ENTRY.replace("hint = \"Our flaky service. Retry.\"", hint));
+    let path = write(&dir, "user.toml", &text);
+    let c = Catalog::load(std::slice::from_ref(&path)).expect("load");
+    let e = c.entry("my-flaky-service").expect("the entry");
+    assert!(e.hint.contains("\n[[entry]]\n"), "{}", e.hint);
+
+    // An error after such a string names the line it is on.
+    let broken = format!("{text}\n[[entry]]\nid = \"my-flaky-service\"\nclass = \"transient\"\n");
+    let (err, msg) = load_err(&broken);
+    assert!(matches!(err, CatalogError::DuplicateId { line: 16, first_line: 3, .. }), "{msg}");
+}

@@ -38,7 +38,7 @@ fn prefiltered_scan_matches_the_plain_scan_on_every_corpus_file() {
     let mut texts = corpus_tails();
     // Every example and counter-example, as one text (each pattern's own lines), with CRLF.
     let examples: Vec<String> =
-        c.entries().iter().flat_map(|e| e.examples.iter().chain(&e.counter_examples).cloned()).collect();
+        super::load::builtin_examples().into_values().flat_map(|(e, c)| e.into_iter().chain(c)).collect();
     texts.push(("examples".into(), examples.join("\n")));
     texts.push(("examples, CRLF".into(), examples.join("\r\n")));
     // Every pattern alone and in upper case: each names its own literals, so every
