@@ -6,85 +6,37 @@
 //! ` process`), and of a literal's windows, a rare one to key it by. A poor estimate only
 //! costs speed: whatever is chosen, every literal a pattern needs is still checked.
 
-use std::sync::LazyLock;
-
 use super::common_grams::{COUNTS_3, COUNTS_4, GRAMS_3, GRAMS_4};
 
-/// Slots of [`TABLE`] per window length (a power of two, over twice the windows listed).
-const SLOTS: usize = 1 << 14;
-
-/// The windows and counts in an open-addressing hash table per length (3, 4), each slot
-/// `window << 16 | count` (0: empty): a lookup is a load or two, and loading the catalog
-/// looks up tens of thousands of windows.
-static TABLE: LazyLock<Vec<u64>> = LazyLock::new(|| {
-    let mut table = vec![0u64; 2 * SLOTS];
-    for (grams, counts, n) in [(GRAMS_3, COUNTS_3, 3), (GRAMS_4, COUNTS_4, 4)] {
-        for (window, &count) in grams.chunks_exact(n).zip(counts) {
-            let (base, key) = place(window);
-            for probe in 0..SLOTS {
-                if let Some(slot) = table.get_mut(base + (key_hash(key) + probe) % SLOTS)
-                    && *slot == 0
-                {
-                    *slot = u64::from(key) << 16 | u64::from(count);
-                    break;
-                }
-            }
-        }
-    }
-    table
-});
-
-/// Where the table of `window`'s length starts, and the window as a number (not 0).
-fn place(window: &[u8]) -> (usize, u32) {
-    let mut key = [0u8; 4];
-    for (k, b) in key.iter_mut().zip(window) {
-        *k = *b;
-    }
-    ((window.len() - 3) * SLOTS, u32::from_le_bytes(key))
-}
-
-/// The first slot a key is looked for in.
-fn key_hash(key: u32) -> usize {
-    (key.wrapping_mul(0x9E37_79B1) >> 18) as usize
-}
-
 /// The corpus count of `window` (3 or 4 bytes, ASCII lowercase): 0 when it is rare.
+///
+/// A binary search in the generated tables (sorted): no table is built in memory, and
+/// loading the catalog, which looks up tens of thousands of windows, takes a few milliseconds
+/// for them.
 pub(crate) fn window_count(window: &[u8]) -> u32 {
-    if !(3..=4).contains(&window.len()) {
-        return 0;
+    match *window {
+        [a, b, c] => count_in(GRAMS_3.as_chunks::<3>().0, COUNTS_3, [a, b, c]),
+        [a, b, c, d] => count_in(GRAMS_4.as_chunks::<4>().0, COUNTS_4, [a, b, c, d]),
+        _ => 0,
     }
-    let (base, key) = place(window);
-    lookup(&TABLE, base, key)
 }
 
-/// The count of `key` in the table of `table` starting at `base`.
-fn lookup(table: &[u64], base: usize, key: u32) -> u32 {
-    let first = key_hash(key);
-    for probe in 0..SLOTS {
-        match table.get(base + (first + probe) % SLOTS) {
-            Some(&slot) if slot >> 16 == u64::from(key) => return (slot & 0xFFFF) as u32,
-            Some(&slot) if slot != 0 => {}
-            _ => return 0,
-        }
-    }
-    0
+/// The count of `window` in sorted `windows` with their `counts`.
+fn count_in<const N: usize>(windows: &[[u8; N]], counts: &[u16], window: [u8; N]) -> u32 {
+    windows.binary_search(&window).ok().and_then(|i| counts.get(i)).map_or(0, |&c| u32::from(c))
 }
 
 /// About how often `lit` (ASCII lowercase, 3 bytes or more) occurs in the corpus: its rarest
 /// 4-byte window's count (its own count for 3 bytes). An upper bound, as counts go.
 pub(crate) fn estimate(lit: &[u8]) -> u32 {
-    let table: &[u64] = &TABLE;
     if lit.len() == 3 {
-        let (base, key) = place(lit);
-        return lookup(table, base, key);
+        return window_count(lit);
     }
     let mut least = u32::MAX;
     for w in lit.windows(4) {
-        if let &[a, b, c, d] = w {
-            least = least.min(lookup(table, SLOTS, u32::from_le_bytes([a, b, c, d])));
-            if least == 0 {
-                break;
-            }
+        least = least.min(window_count(w));
+        if least == 0 {
+            break;
         }
     }
     least
