@@ -26,6 +26,7 @@
 //! tests compare every occurrence with Aho-Corasick's.
 
 use super::freq;
+use super::packed::Packed;
 
 /// Bits of a bitmap word index (2^13 words of 32 bits: 32 KiB, within the L1 data cache).
 const WORD_BITS: u32 = 13;
@@ -75,7 +76,7 @@ pub(crate) struct Grams {
     starts: Vec<u32>,
     /// The literals by the bitmap word of their key window.
     entries: Vec<Entry>,
-    literals: Vec<Vec<u8>>,
+    literals: Packed<u8>,
 }
 
 /// Of 8 folded bytes, the first 4.
@@ -124,7 +125,7 @@ impl Grams {
             starts.push(u32::try_from(next).unwrap_or(u32::MAX));
         }
         let entries = filed.into_iter().map(|(_, e)| e).collect();
-        Grams { bitmap, starts, entries, literals: literals.to_vec() }
+        Grams { bitmap, starts, entries, literals: Packed::new(literals) }
     }
 
     /// Appends to `hits` every occurrence of every literal in `text` as (position, literal

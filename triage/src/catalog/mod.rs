@@ -74,6 +74,7 @@ mod freq;
 mod grams;
 mod hints;
 mod load;
+mod packed;
 mod prefilter;
 mod scan;
 mod verdict;

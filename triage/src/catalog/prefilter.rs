@@ -41,6 +41,7 @@ use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, HirKind, Repeti
 
 use super::freq;
 use super::grams::Grams;
+use super::packed::Packed;
 
 /// A pattern's literals must be at least this long to be used (shorter ones hit nearly every
 /// line, and running the pattern on every line is then cheaper than the bookkeeping).
@@ -441,14 +442,14 @@ pub(crate) struct Prefilter {
     /// Finds the anchors, `literals[..anchors]`.
     grams: Grams,
     /// Every literal any need names (lowercase), the anchors first.
-    literals: Vec<Vec<u8>>,
+    literals: Packed<u8>,
     anchors: usize,
     /// A searcher for each literal past the anchors (`literals[anchors + i]`), built the
     /// first time a line is searched for it: the catalog has thousands of such literals, a
     /// searcher takes about 300 bytes, and a process that scans a few tails needs few of them.
     finders: Vec<OnceLock<Box<memmem::Finder<'static>>>>,
     /// Per literal, the patterns anchored on it (none for a literal that is only checked).
-    owners: Vec<Vec<usize>>,
+    owners: Packed<usize>,
     /// Per pattern, its need.
     conds: Vec<Cond>,
     /// Patterns that need nothing: candidates on every line.
@@ -515,6 +516,8 @@ impl Prefilter {
         }
         let grams = Grams::new(literals.get(..anchors).unwrap_or(&[]));
         let finders = (anchors..literals.len()).map(|_| OnceLock::new()).collect();
+        let literals = Packed::new(&literals);
+        let owners = Packed::new(&owners);
         Prefilter { grams, literals, anchors, finders, owners, conds, always }
     }
 
@@ -589,7 +592,7 @@ impl Prefilter {
             if let Some(seen) = scratch.literal_seen.get_mut(lit) {
                 *seen = 2 * stamp + 1;
             }
-            for &p in self.owners.get(lit).map_or(&[][..], Vec::as_slice) {
+            for &p in self.owners.get(lit).unwrap_or(&[]) {
                 if let Some(seen) = scratch.pattern_seen.get_mut(p)
                     && *seen != stamp
                 {
