@@ -100,6 +100,8 @@ fn score_with(cases: &[Case], name: &str, show: bool) -> Score {
     let (mut permanent, mut permanent_ok) = (0usize, 0usize);
     let (mut scored, mut decided) = (0usize, 0usize);
     let mut report = Vec::new();
+    // Disagreements by the case's labelled category (all that is shown of a held-out share).
+    let mut by_category: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
     for case in cases {
         let scheduler_state = case
             .scheduler_state
@@ -142,8 +144,11 @@ fn score_with(cases: &[Case], name: &str, show: bool) -> Score {
         if verbose {
             eprintln!("{line}");
         }
-        if show && h.verdict != expected {
-            report.push(line);
+        if h.verdict != expected {
+            *by_category.entry(case.category.as_str()).or_default() += 1;
+            if show {
+                report.push(line);
+            }
         }
     }
 
@@ -159,7 +164,13 @@ fn score_with(cases: &[Case], name: &str, show: bool) -> Score {
     eprintln!("  permanent precision {:.3} ({permanent_ok}/{permanent})", s.permanent_precision);
     eprintln!("  coverage            {:.3} ({decided}/{scored})", s.coverage);
     eprintln!("  ambiguous abstained {:.3} ({abstained}/{ambiguous})", s.abstention);
-    if show {
+    if !show {
+        // Counts only: which kinds of failure the catalog misses, never which cases.
+        let mut counts: Vec<(&str, usize)> = by_category.into_iter().collect();
+        counts.sort_by_key(|&(c, n)| (std::cmp::Reverse(n), c));
+        let list: Vec<String> = counts.iter().map(|(c, n)| format!("{c} {n}")).collect();
+        eprintln!("  disagreements by labelled category: {}", list.join(", "));
+    } else {
         eprintln!("  disagreements with the label (a good answer for `ambiguous` is unknown):");
         for line in &report {
             eprintln!("{line}");
