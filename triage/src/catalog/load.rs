@@ -193,9 +193,8 @@ pub(crate) type Examples = HashMap<String, (Vec<String>, Vec<String>)>;
 /// The embedded catalog's examples and counter-examples, by entry id (read from the embedded
 /// text: a loaded catalog does not keep them).
 pub(crate) fn builtin_examples() -> Examples {
-    let parsed =
-        parse_by_entry(BUILTIN_TOML).map_or_else(|| parse_whole(Path::new(BUILTIN_NAME), BUILTIN_TOML).ok(), Some);
-    parsed
+    parse_by_entry(BUILTIN_TOML)
+        .or_else(|| parse_whole(Path::new(BUILTIN_NAME), BUILTIN_TOML).ok())
         .map(|(_, entries)| entries)
         .unwrap_or_default()
         .into_iter()
@@ -232,29 +231,28 @@ fn parse_whole(file: &Path, text: &str) -> Result<Parsed, CatalogError> {
 /// hands over the entries: for the embedded catalog, a few hundred kilobytes of TOML, that
 /// was about 2 MB at the peak of every process; one entry at a time it is a few kilobytes.
 fn parse_by_entry(text: &str) -> Option<Parsed> {
-    let mut starts = vec![0usize];
-    let mut line_starts = vec![1usize];
-    let (mut at, mut line) = (0usize, 1usize);
-    for l in text.split_inclusive('\n') {
+    // Where each piece starts: (byte offset, 1-based line).
+    let mut starts = vec![(0usize, 1usize)];
+    let mut at = 0usize;
+    for (i, l) in text.split_inclusive('\n').enumerate() {
         if at > 0 && l.trim_end() == "[[entry]]" {
-            starts.push(at);
-            line_starts.push(line);
+            starts.push((at, i + 1));
         }
         at += l.len();
-        line += 1;
     }
-    starts.push(text.len());
+    starts.push((text.len(), 0));
     let mut version = None;
     let mut entries = Vec::new();
-    for (piece, (bounds, first_line)) in starts.windows(2).zip(line_starts).enumerate() {
-        let raw: RawFile = toml::from_str(text.get(bounds[0]..bounds[1])?).ok()?;
+    for (piece, bounds) in starts.windows(2).enumerate() {
+        let ((from, first_line), (to, _)) = (bounds[0], bounds[1]);
+        let chunk = text.get(from..to)?;
+        let raw: RawFile = toml::from_str(chunk).ok()?;
         if piece == 0 {
             version = raw.version;
         } else if raw.version.is_some() || raw.entry.len() != 1 {
             return None;
         }
         // A piece's own first entry is on its first line (for the first piece, wherever it is).
-        let chunk = text.get(bounds[0]..bounds[1])?;
         for spanned in raw.entry {
             let within = chunk.get(..spanned.span().start).map_or(0, |b| b.matches('\n').count());
             entries.push((first_line + within, spanned.into_inner()));
