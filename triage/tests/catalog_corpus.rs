@@ -100,8 +100,9 @@ fn score_with(cases: &[Case], name: &str, show: bool) -> Score {
     let (mut permanent, mut permanent_ok) = (0usize, 0usize);
     let (mut scored, mut decided) = (0usize, 0usize);
     let mut report = Vec::new();
-    // Disagreements by the case's labelled category (all that is shown of a held-out share).
-    let mut by_category: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    // Disagreements by kind and by the case's labelled category (all that is shown of a
+    // held-out share): wrong verdicts, abstentions on retry/fail, verdicts on ambiguous.
+    let mut by_category: [std::collections::BTreeMap<&str, usize>; 3] = Default::default();
     for case in cases {
         let scheduler_state = case
             .scheduler_state
@@ -145,7 +146,12 @@ fn score_with(cases: &[Case], name: &str, show: bool) -> Score {
             eprintln!("{line}");
         }
         if h.verdict != expected {
-            *by_category.entry(case.category.as_str()).or_default() += 1;
+            let kind = match (expected, h.verdict) {
+                (Verdict::Unknown, _) => 2,
+                (_, Verdict::Unknown) => 1,
+                _ => 0,
+            };
+            *by_category[kind].entry(case.category.as_str()).or_default() += 1;
             if show {
                 report.push(line);
             }
@@ -166,10 +172,13 @@ fn score_with(cases: &[Case], name: &str, show: bool) -> Score {
     eprintln!("  ambiguous abstained {:.3} ({abstained}/{ambiguous})", s.abstention);
     if !show {
         // Counts only: which kinds of failure the catalog misses, never which cases.
-        let mut counts: Vec<(&str, usize)> = by_category.into_iter().collect();
-        counts.sort_by_key(|&(c, n)| (std::cmp::Reverse(n), c));
-        let list: Vec<String> = counts.iter().map(|(c, n)| format!("{c} {n}")).collect();
-        eprintln!("  disagreements by labelled category: {}", list.join(", "));
+        let kinds = ["wrong verdicts", "no verdict on retry/fail", "a verdict on ambiguous"];
+        for (kind, counts) in kinds.iter().zip(by_category) {
+            let mut counts: Vec<(&str, usize)> = counts.into_iter().collect();
+            counts.sort_by_key(|&(c, n)| (std::cmp::Reverse(n), c));
+            let list: Vec<String> = counts.iter().map(|(c, n)| format!("{c} {n}")).collect();
+            eprintln!("  {kind}, by labelled category: {}", list.join(", "));
+        }
     } else {
         eprintln!("  disagreements with the label (a good answer for `ambiguous` is unknown):");
         for line in &report {
