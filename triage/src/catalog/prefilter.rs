@@ -285,14 +285,30 @@ pub(crate) struct Analysis {
     /// The pattern may match an empty line (only such patterns need compiling at load to
     /// check that they do not).
     pub may_match_empty: bool,
+    /// Every match starts where one of the need's anchors occurs: the scan then runs the
+    /// regex anchored at those places only, not across the whole line.
+    pub starts_at_anchor: bool,
 }
 
 /// Parse `pattern` as the scan compiles it (bytes, Unicode off) and find what it needs.
 pub(crate) fn analyze(pattern: &str) -> Result<Analysis, String> {
     let hir = ParserBuilder::new().unicode(false).utf8(false).build().parse(pattern).map_err(|e| e.to_string())?;
     let may_match_empty = hir.properties().minimum_len().is_none_or(|n| n == 0);
-    let need = need_of(&fold_ascii_case(&hir));
-    Ok(Analysis { need, may_match_empty })
+    let folded = fold_ascii_case(&hir);
+    let need = need_of(&folded);
+    let starts_at_anchor = need.anchors().is_some_and(|anchors| starts_with_one_of(&folded, &anchors));
+    Ok(Analysis { need, may_match_empty, starts_at_anchor })
+}
+
+/// Whether every match of `hir` (case-folded) starts with one of `anchors`: the extractor's
+/// prefixes are finite (every match starts with one of them; look-arounds such as `\b` or `^`
+/// count as empty, and the anchored regex checks them in place) and each starts with an
+/// anchor.
+fn starts_with_one_of(hir: &Hir, anchors: &[Vec<u8>]) -> bool {
+    let prefixes = Extractor::new().kind(ExtractKind::Prefix).extract(hir);
+    prefixes.literals().is_some_and(|lits| {
+        !lits.is_empty() && lits.iter().all(|l| anchors.iter().any(|a| l.as_bytes().starts_with(a)))
+    })
 }
 
 /// What any match of `hir` (case-folded) contains.
@@ -454,6 +470,16 @@ pub(crate) struct Prefilter {
     conds: Vec<Cond>,
     /// Patterns that need nothing: candidates on every line.
     always: Vec<usize>,
+    /// Per pattern, whether every match starts at one of its anchors ([`Analysis`]).
+    starts_at_anchor: Vec<bool>,
+}
+
+/// The anchors found on one line, as (offset in the line, literal index), by offset.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LineHits<'h> {
+    /// Where the line starts in the text (the hits' offsets are the text's).
+    start: usize,
+    hits: &'h [(usize, usize)],
 }
 
 /// State of a scan: which literals and patterns were looked at on which line (lines are told
@@ -487,7 +513,7 @@ thread_local! {
 
 impl Prefilter {
     /// From each pattern's need.
-    pub fn build(needs: &[Need]) -> Prefilter {
+    pub fn build(needs: &[Need], starts_at_anchor: Vec<bool>) -> Prefilter {
         let mut literals: Vec<Vec<u8>> = Vec::new();
         let mut index: std::collections::HashMap<Vec<u8>, usize> = std::collections::HashMap::new();
         let mut intern = |lit: &[u8]| -> usize {
@@ -518,12 +544,28 @@ impl Prefilter {
         let finders = (anchors..literals.len()).map(|_| OnceLock::new()).collect();
         let literals = Packed::new(&literals);
         let owners = Packed::new(&owners);
-        Prefilter { grams, literals, anchors, finders, owners, conds, always }
+        Prefilter { grams, literals, anchors, finders, owners, conds, always, starts_at_anchor }
     }
 
-    /// Calls `visit(number, line, patterns)` for every non-empty line (0-based number, without
-    /// its `\r`) where some pattern's need holds, with those patterns, ascending.
-    pub fn for_each_line<'t>(&self, text: &'t str, mut visit: impl FnMut(usize, &'t str, &[usize])) {
+    /// Where on its line a match of pattern `p` (one of the line's passing patterns) can
+    /// start, as offsets into the line, ascending, when every match of it starts at one of its
+    /// anchors; `None` when it may start anywhere.
+    pub fn starts<'a>(&'a self, p: usize, line: LineHits<'a>) -> Option<impl Iterator<Item = usize> + 'a> {
+        if !self.starts_at_anchor.get(p).copied().unwrap_or(false) {
+            return None;
+        }
+        let mut last = None;
+        Some(line.hits.iter().filter_map(move |&(at, lit)| {
+            let offset = at.checked_sub(line.start)?;
+            let owned = self.owners.get(lit).is_some_and(|o| o.binary_search(&p).is_ok());
+            (owned && last.replace(offset) != Some(offset)).then_some(offset)
+        }))
+    }
+
+    /// Calls `visit(number, line, patterns, hits)` for every non-empty line (0-based number,
+    /// without its `\r`) where some pattern's need holds, with those patterns, ascending, and
+    /// the anchors found on the line (for [`Prefilter::starts`]).
+    pub fn for_each_line<'t>(&self, text: &'t str, mut visit: impl FnMut(usize, &'t str, &[usize], LineHits<'_>)) {
         let bytes = text.as_bytes();
         let mut scratch = SCRATCH.take().unwrap_or_default();
         // Stamps of earlier scans are below `next_stamp`: the tables need no clearing, only
@@ -554,12 +596,13 @@ impl Prefilter {
                 let start = memchr::memrchr(b'\n', bytes.get(..at).unwrap_or(&[])).map_or(0, |k| k + 1);
                 let end = memchr::memchr(b'\n', bytes.get(at..).unwrap_or(&[])).map_or(bytes.len(), |k| at + k);
                 let next = hits_before(&hits, i, end);
+                let on_line = hits.get(i..next).unwrap_or(&[]);
                 if let Some(line) = line_at(text, start, end)
-                    && self.check_line(base + end, line.as_bytes(), hits.get(i..next).unwrap_or(&[]), &mut scratch)
+                    && self.check_line(base + end, line.as_bytes(), on_line, &mut scratch)
                 {
                     number += memchr::memchr_iter(b'\n', bytes.get(counted_to..start).unwrap_or(&[])).count();
                     counted_to = start;
-                    visit(number, line, &scratch.passing);
+                    visit(number, line, &scratch.passing, LineHits { start, hits: on_line });
                 }
                 i = next;
             }
@@ -568,10 +611,11 @@ impl Prefilter {
             let ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
             for (number, end) in ends.enumerate() {
                 let next = hits_before(&hits, i, end);
+                let on_line = hits.get(i..next).unwrap_or(&[]);
                 if let Some(line) = line_at(text, start, end)
-                    && self.check_line(base + end, line.as_bytes(), hits.get(i..next).unwrap_or(&[]), &mut scratch)
+                    && self.check_line(base + end, line.as_bytes(), on_line, &mut scratch)
                 {
-                    visit(number, line, &scratch.passing);
+                    visit(number, line, &scratch.passing, LineHits { start, hits: on_line });
                 }
                 i = next;
                 start = end + 1;
@@ -685,6 +729,10 @@ fn to_cond(need: &Need, intern: &mut impl FnMut(&[u8]) -> usize) -> Cond {
 mod tests {
     use super::*;
 
+    fn build(needs: &[Need]) -> Prefilter {
+        Prefilter::build(needs, vec![false; needs.len()])
+    }
+
     fn need(p: &str) -> Need {
         analyze(p).unwrap().need
     }
@@ -707,9 +755,9 @@ mod tests {
         let mut l = lits(r"\bERROR in diagonalization P[SDCZ]HEEVX\b").unwrap();
         l.sort();
         assert!(l.iter().all(|l| !l.bytes().any(|b| b.is_ascii_uppercase())), "{l:?}");
-        let pf = Prefilter::build(&[need(r"\bERROR in diagonalization P[SDCZ]HEEVX\b")]);
+        let pf = build(&[need(r"\bERROR in diagonalization P[SDCZ]HEEVX\b")]);
         let mut lines = Vec::new();
-        pf.for_each_line("ok\nERROR in diagonalization PZHEEVX\n", |n, _, _| lines.push(n));
+        pf.for_each_line("ok\nERROR in diagonalization PZHEEVX\n", |n, _, _, _| lines.push(n));
         assert_eq!(lines, vec![1], "the line the pattern matches is a candidate");
     }
 
@@ -743,9 +791,9 @@ mod tests {
         let mut l = lits(r"(?i)\b403\b.{0,3}\bForbidden\b|\bcode=403\b").unwrap();
         l.sort();
         assert_eq!(l, vec!["code=403".to_string(), "forbidden".into()]);
-        let pf = Prefilter::build(&[need(r"(?i)\b403\b.{0,3}\bForbidden\b|\bcode=403\b")]);
+        let pf = build(&[need(r"(?i)\b403\b.{0,3}\bForbidden\b|\bcode=403\b")]);
         let mut lines = Vec::new();
-        pf.for_each_line("Forbidden\n403 Forbidden\nCODE=403\ncode=40", |n, _, _| lines.push(n));
+        pf.for_each_line("Forbidden\n403 Forbidden\nCODE=403\ncode=40", |n, _, _, _| lines.push(n));
         assert_eq!(lines, vec![1, 2], "each branch's needs, not the anchors alone");
     }
 
@@ -822,11 +870,11 @@ mod tests {
     fn scans_on_one_thread_do_not_see_each_others_lines() {
         // The per-thread tables keep the last scan's marks: a later scan, of another
         // prefilter with other literals at the same indices, must not take them for its own.
-        let a = Prefilter::build(&[Need::All(vec![any(&["abcd"]), any(&["nan"])]), any(&["xyz"])]);
-        let b = Prefilter::build(&[Need::All(vec![any(&["nan"]), any(&["qqqq"])]), any(&["abcd"])]);
+        let a = build(&[Need::All(vec![any(&["abcd"]), any(&["nan"])]), any(&["xyz"])]);
+        let b = build(&[Need::All(vec![any(&["nan"]), any(&["qqqq"])]), any(&["abcd"])]);
         let lines = |pf: &Prefilter, text: &str| {
             let mut out = Vec::new();
-            pf.for_each_line(text, |n, _, ps| out.push((n, ps.to_vec())));
+            pf.for_each_line(text, |n, _, ps, _| out.push((n, ps.to_vec())));
             out
         };
         let text = "abcd nan\nxyz\nqqqq\nabcd";
@@ -853,10 +901,10 @@ mod tests {
             Need::All(vec![any(&["abcd", "xyz"]), any(&["nan"])]),
             Need::Either(vec![any(&["zzzz"]), Need::All(vec![any(&["qqq"]), any(&["www"])])]),
         ];
-        let pf = Prefilter::build(&needs);
+        let pf = build(&needs);
         let text = "..ABC..xyz\n\nxyz NaN\r\nabcd\nwww qqq\nwww\nplain";
         let mut lines = Vec::new();
-        pf.for_each_line(text, |n, line, ps| lines.push((n, line.to_string(), ps.to_vec())));
+        pf.for_each_line(text, |n, line, ps, _| lines.push((n, line.to_string(), ps.to_vec())));
         assert_eq!(
             lines,
             vec![
@@ -868,9 +916,9 @@ mod tests {
                 (6, "plain".into(), vec![1]),
             ]
         );
-        let pf = Prefilter::build(&needs[2..]);
+        let pf = build(&needs[2..]);
         let mut lines = Vec::new();
-        pf.for_each_line(text, |n, _, ps| lines.push((n, ps.to_vec())));
+        pf.for_each_line(text, |n, _, ps, _| lines.push((n, ps.to_vec())));
         assert_eq!(lines, vec![(2, vec![0]), (4, vec![1])]);
     }
 }

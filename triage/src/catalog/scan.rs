@@ -18,9 +18,9 @@
 use std::sync::OnceLock;
 
 use regex::bytes::{Regex, RegexBuilder};
-use regex_automata::meta;
 use regex_automata::nfa::thompson::WhichCaptures;
 use regex_automata::util::syntax;
+use regex_automata::{Anchored, meta};
 
 use super::analyzers::{self, Input, MAX_WOKEN_LINES};
 use super::ansi::strip_ansi;
@@ -66,6 +66,17 @@ impl Pattern {
 
     fn is_match(&self, line: &[u8]) -> bool {
         self.regex().is_some_and(|re| re.is_match(line))
+    }
+
+    /// Whether a match starts at one of `starts` (offsets into `line`): the regex runs
+    /// anchored there, over the match's length rather than the line's.
+    fn is_match_at(&self, line: &[u8], starts: impl Iterator<Item = usize>) -> bool {
+        let Some(re) = self.regex() else { return false };
+        let mut input = regex_automata::Input::new(line).anchored(Anchored::Yes).earliest(true);
+        starts.into_iter().any(|at| {
+            input.set_start(at);
+            re.is_match(input.clone())
+        })
     }
 }
 
@@ -140,6 +151,7 @@ impl Matcher {
             }
         }
         let mut needs = Vec::with_capacity(patterns.len());
+        let mut starts_at_anchor = Vec::with_capacity(patterns.len());
         let mut matching_empty = Vec::new();
         let mut built = Vec::with_capacity(patterns.len());
         for (text, owner) in patterns {
@@ -159,9 +171,10 @@ impl Matcher {
                 let _ = compiled.set(Some(re));
             }
             needs.push(analysis.need);
+            starts_at_anchor.push(analysis.starts_at_anchor);
             built.push(Pattern { text, owner, compiled });
         }
-        let prefilter = Prefilter::build(&needs);
+        let prefilter = Prefilter::build(&needs, starts_at_anchor);
         Ok(Matcher {
             patterns: built,
             prefilter,
@@ -196,10 +209,15 @@ impl Matcher {
         // One buffer for every line's matches (a vector per matching line was a few percent
         // of a large tail's scan).
         let mut matched = Vec::new();
-        self.prefilter.for_each_line(text, |number, line, candidates| {
+        self.prefilter.for_each_line(text, |number, line, candidates, hits| {
             matched.clear();
             for &p in candidates {
-                if self.patterns.get(p).is_some_and(|pattern| pattern.is_match(line.as_bytes())) {
+                let Some(pattern) = self.patterns.get(p) else { continue };
+                let found = match self.prefilter.starts(p, hits) {
+                    Some(starts) => pattern.is_match_at(line.as_bytes(), starts),
+                    None => pattern.is_match(line.as_bytes()),
+                };
+                if found {
                     matched.push(p);
                 }
             }
