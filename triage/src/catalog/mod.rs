@@ -50,6 +50,11 @@
 //!   out fails every time. Their refinements decide: EIO from the node's own system files (a
 //!   sick node: retry elsewhere), a completion error on the interconnect mid-run (transient).
 //!   A stale NFS handle on a file stays transient.
+//! - An NCCL collective timeout is `context` unless it shows progress, though seed 000 calls
+//!   "NCCL timeout" transient: a hang after hundreds of completed collectives (the sequence
+//!   number the watchdog prints) is a passing fault and the `nccl-watchdog` analyzer calls it
+//!   transient, but a hang on the first collectives (setup that recurs, or a rank stuck in its
+//!   own start-up work) and one with no sequence number at all cannot be told apart by text.
 //! - `FileNotFoundError` and `No such file or directory` are `permanent`, with a hint: for a
 //!   job's own inputs, a missing file stays missing. When the file is an upstream job's
 //!   output and that job is being retried, the engine (which knows the dependencies, and

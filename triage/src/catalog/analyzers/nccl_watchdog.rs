@@ -1,17 +1,22 @@
 //! An NCCL watchdog timeout weighed by how far the job had got.
 //!
 //! PyTorch's watchdog names the collective that hung with its sequence number
-//! (`WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, ...)`), and newer versions say how far the
-//! process group got (`last completed NCCL work: 1579`; -1 when none completed).
+//! (`WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, ...)`, older builds
+//! `WorkNCCL(OpType=ALLREDUCE, SeqNum=458)`), and newer versions say how far the process
+//! group got (`last completed NCCL work: 1579`; -1 when none completed).
 //!
 //! - A hang on one of the very first collectives (sequence number below
-//!   [`FIRST_COLLECTIVES`]) means the ranks never managed to talk: wrong network interface,
-//!   a firewall, peer-to-peer or InfiniBand setup, mismatched world sizes. That recurs on
-//!   every launch until the setup changes: permanent.
+//!   [`FIRST_COLLECTIVES`]) means the ranks never managed to talk. Most often that is
+//!   setup (wrong network interface, a firewall, P2P or InfiniBand, mismatched world sizes)
+//!   that recurs, but a rank stuck in its own start-up work (a long preprocessing step, a
+//!   one-off stuck peer) looks the same: the text does not decide, so this is context
+//!   (unknown) with a setup hint. The labelled corpus calls such bare first-collective
+//!   hangs `ambiguous` unless another line shows the cause.
 //! - A hang after many collectives had succeeded (at least [`PROGRESS`]) is a passing
 //!   fault (a straggler, a network blip, a flaky link): transient, best restarted from a
 //!   checkpoint.
-//! - In between, the `nccl-timeout` entry decides as before.
+//! - In between, or with no sequence number at all, nothing shows progress: the
+//!   `nccl-timeout` context entry decides (unknown).
 
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, outcome, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
@@ -23,21 +28,22 @@ const AFTER: &str = "nccl-watchdog/after-progress";
 
 /// Below this sequence number a hang is a setup failure.
 const FIRST_COLLECTIVES: u64 = 10;
-/// From this sequence number on, communication had clearly worked.
-const PROGRESS: u64 = 1000;
+/// From this sequence number on, communication had clearly worked (hundreds of collectives).
+const PROGRESS: u64 = 100;
 
 static OUTCOMES: &[Outcome] = &[
     Outcome {
         id: SETUP,
-        class: EntryClass::Permanent,
+        class: EntryClass::Context,
         category: "nccl",
         action: SuggestedAction::Escalate,
         strategy: Strategy::ManualIntervention,
         priority: 10,
         hint: "An NCCL collective timed out among the very first ones of the job: the ranks never \
-               communicated. That is setup (network interface, firewall, P2P/InfiniBand, world size or \
-               rank mismatch), which recurs on every launch; check NCCL_DEBUG=INFO output and the \
-               interfaces before retrying.",
+               communicated. Usually setup (network interface, firewall, P2P/InfiniBand, world size or \
+               rank mismatch), which recurs on every launch, but also a rank stuck in its own start-up \
+               work (preprocessing on rank 0 only, a stuck peer). Check NCCL_DEBUG=INFO output, the \
+               interfaces and what rank 0 was doing before retrying.",
     },
     Outcome {
         id: AFTER,
@@ -52,9 +58,10 @@ static OUTCOMES: &[Outcome] = &[
     },
 ];
 
-static TRIGGERS: &[&str] = &[r"\bWorkNCCL\(SeqNum=\d+", r"\blast completed NCCL work: -?\d+"];
+static TRIGGERS: &[&str] = &[r"\bWorkNCCL\((?:\w+=[\w.]+, ){0,6}SeqNum=\d+", r"\blast completed NCCL work: -?\d+"];
 
-pub(super) static SEQ: Lazy = Lazy::new(|| re(r"\bWorkNCCL\(SeqNum=(\d+)|\blast completed NCCL work: (-?\d+)"));
+pub(super) static SEQ: Lazy =
+    Lazy::new(|| re(r"\bWorkNCCL\((?:\w+=[\w.]+, ){0,6}SeqNum=(\d+)|\blast completed NCCL work: (-?\d+)"));
 
 impl Analyzer for NcclWatchdog {
     fn triggers(&self) -> &'static [&'static str] {
@@ -105,10 +112,16 @@ impl Analyzer for NcclWatchdog {
                 expect: Some(AFTER),
             },
             Example {
-                text: "[Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=250, \
+                text: "[Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=25, \
                        OpType=BROADCAST, Timeout(ms)=600000) ran for 600103 milliseconds before timing out.",
                 exit_code: None,
                 expect: None,
+            },
+            Example {
+                text: "[E ProcessGroupNCCL.cpp:523] Watchdog caught collective operation timeout: \
+                       WorkNCCL(OpType=ALLREDUCE, SeqNum=458) ran for 1800600 ms before timing out.",
+                exit_code: None,
+                expect: Some(AFTER),
             },
             Example { text: "NCCL watchdog timeout after 1800 s", exit_code: None, expect: None },
             Example {
