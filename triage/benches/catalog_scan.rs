@@ -1,6 +1,6 @@
 //! Scan throughput of the built-in catalog on a realistic ~1 MB stderr tail.
 //!
-//! The tail is built from the labelled corpus's lines (`shared/corpus/dev.jsonl`, if present)
+//! The tail is built from the labelled corpus's lines (`fixtures/corpus/dev.jsonl`, in the repository)
 //! interleaved with typical non-matching progress and log lines whose numbers vary, so the
 //! regex engine sees new text rather than one line repeated. Reported as bytes per second
 //! (criterion's `Throughput::Bytes`): read the MB/s (or MiB/s) figure in the output.
@@ -13,9 +13,9 @@ use std::path::PathBuf;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use triage::catalog::{Catalog, ScanContext};
 
-/// Lines from the corpus, or a built-in sample when the corpus is not beside the checkout.
+/// Lines from the corpus, or a built-in sample when the corpus file is missing.
 fn corpus_lines() -> Vec<String> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/dev.jsonl");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/corpus/dev.jsonl");
     let mut lines = Vec::new();
     if let Ok(text) = std::fs::read_to_string(&path) {
         for l in text.lines() {
