@@ -16,7 +16,7 @@
 //!    held-out figures are the catalog's honest score on text it has not seen.
 //!    The goal for both shares ([`GOAL`]): transient precision at least 0.99, permanent
 //!    precision at least 0.98, coverage at least 0.90, and `unknown` on at least 80% of the
-//!    cases labelled `ambiguous` (abstention). **Neither share reaches it yet**: each test
+//!    cases labelled `ambiguous` (abstention). **The held-out share does not reach it yet**: each test
 //!    asserts a floor at the last measured figures ([`TUNING_FLOOR`], [`HELD_OUT_FLOOR`]) and
 //!    prints the goal beside each figure.
 //!
