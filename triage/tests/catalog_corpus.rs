@@ -16,9 +16,9 @@
 //!    held-out figures are the catalog's honest score on text it has not seen.
 //!    The goal for both shares ([`GOAL`]): transient precision at least 0.99, permanent
 //!    precision at least 0.98, coverage at least 0.90, and `unknown` on at least 80% of the
-//!    cases labelled `ambiguous` (abstention). **The held-out share does not reach it yet**: each test
-//!    asserts a floor at the last measured figures ([`TUNING_FLOOR`], [`HELD_OUT_FLOOR`]) and
-//!    prints the goal beside each figure.
+//!    cases labelled `ambiguous` (abstention). **The held-out share does not reach it yet**:
+//!    each test asserts a floor at the last measured figures ([`TUNING_FLOOR`],
+//!    [`HELD_OUT_FLOOR`]) and prints the goal beside each figure.
 //!
 //! Each prints the figures; all but the held-out share print every disagreement with the
 //! label (run with `--nocapture` to see them on success). `TRIAGE_CORPUS_VERBOSE=1` prints

@@ -867,6 +867,15 @@ mod tests {
     }
 
     #[test]
+    fn patterns_that_begin_with_their_anchors_run_anchored() {
+        let starts = |p: &str| analyze(p).unwrap().starts_at_anchor;
+        assert!(starts(r"(?i)\bNo such file or directory\b|\bENOENT\b"), "each branch begins with its anchor");
+        assert!(starts(r"^Killed process \d+"), "a leading `^` is checked in place");
+        assert!(!starts(r"(?i)\bstatus[:=]\s*50[0234]\b"), "anchored on the number, after `status`");
+        assert!(!starts(r"(?i)\w+Error: out of memory"), "a match may begin before the anchor");
+    }
+
+    #[test]
     fn scans_on_one_thread_do_not_see_each_others_lines() {
         // The per-thread tables keep the last scan's marks: a later scan, of another
         // prefilter with other literals at the same indices, must not take them for its own.
