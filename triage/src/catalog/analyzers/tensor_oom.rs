@@ -100,8 +100,7 @@ static TRIGGERS: &[&str] = &[
 pub(super) static SHAPE: Lazy = Lazy::new(|| re(r"(?i)\bshape\s?\[([\d, ]*)\](?: and type (\w+))?"));
 pub(super) static NODE_TYPE: Lazy = Lazy::new(|| re(r"\bT=DT_([A-Z0-9]+)\b"));
 /// The request in bytes, where the line says it.
-pub(super) static REQUEST_BYTES: Lazy =
-    Lazy::new(|| re(r"(?i)(?:\(rounded to (\d+)\)|\ballocate (\d+) bytes\b)"));
+pub(super) static REQUEST_BYTES: Lazy = Lazy::new(|| re(r"(?i)(?:\(rounded to (\d+)\)|\ballocate (\d+) bytes\b)"));
 /// A host allocation (not the device's memory).
 pub(super) static HOST: Lazy = Lazy::new(|| re(r"(?i)(?:/device:CPU:\d|\ballocator (?:mkl)?cpu\b)"));
 /// The allocator's limit.
@@ -114,7 +113,9 @@ pub(super) static DEVICE: Lazy =
     Lazy::new(|| re(r"(?i)\btotalMemory: ([\d.]+) ?([KMGT]i?B) freeMemory: ([\d.]+) ?([KMGT]i?B)\b"));
 /// XLA's compile-time verdict: used, capacity (and by how much it was exceeded).
 pub(super) static PROGRAM_USE: Lazy = Lazy::new(|| {
-    re(r"(?i)\bRan out of memory in memory space \w+\. Used ([\d.]+) ?([KMGT]?)i?B? of ([\d.]+) ?([KMGT]?)i?B? \w+\.(?:\s*Exceeded \w+ capacity by ([\d.]+) ?([KMGT]?)i?B?)?")
+    re(
+        r"(?i)\bRan out of memory in memory space \w+\. Used ([\d.]+) ?([KMGT]?)i?B? of ([\d.]+) ?([KMGT]?)i?B? \w+\.(?:\s*Exceeded \w+ capacity by ([\d.]+) ?([KMGT]?)i?B?)?",
+    )
 });
 
 /// Bytes per element of a TensorFlow dtype name (`None`: unknown or variable-size).
