@@ -38,6 +38,7 @@ mod java_heap;
 mod missing_output;
 mod nccl_watchdog;
 mod sigkill;
+mod tensor_oom;
 mod time_limit;
 mod truncated_download;
 
@@ -56,6 +57,7 @@ pub(crate) static ALL: &[&dyn Analyzer] = &[
     &crashloop::CrashLoop,
     &cloud_quota::CloudQuota,
     &truncated_download::TruncatedDownload,
+    &tensor_oom::TensorOom,
 ];
 
 /// A conclusion an analyzer can reach; shown like a catalog entry.
@@ -172,7 +174,7 @@ pub(crate) type Lazy = LazyLock<Regex>;
 
 /// Compile every analyzer's regexes now (see [`crate::catalog::Catalog::warm_up`]).
 pub(crate) fn warm_up() {
-    let all: [&Lazy; 30] = [
+    let all: [&Lazy; 38] = [
         &cloud_quota::AWS,
         &cloud_quota::AZURE,
         &cloud_quota::GOOGLE_LIMIT,
@@ -196,6 +198,14 @@ pub(crate) fn warm_up() {
         &sigkill::KILL,
         &sigkill::NOT_EVIDENCE,
         &sigkill::MEMORY_WORDS,
+        &tensor_oom::SHAPE,
+        &tensor_oom::NODE_TYPE,
+        &tensor_oom::REQUEST_BYTES,
+        &tensor_oom::HOST,
+        &tensor_oom::LIMIT,
+        &tensor_oom::IN_USE,
+        &tensor_oom::DEVICE,
+        &tensor_oom::PROGRAM_USE,
         &time_limit::PBS,
         &time_limit::PROGRESS_LINE,
         &time_limit::SCHEDULER,

@@ -120,6 +120,7 @@ fn warm_up_names_every_analyzer_regex() {
         ("missing_output", include_str!("missing_output.rs")),
         ("nccl_watchdog", include_str!("nccl_watchdog.rs")),
         ("sigkill", include_str!("sigkill.rs")),
+        ("tensor_oom", include_str!("tensor_oom.rs")),
         ("time_limit", include_str!("time_limit.rs")),
         ("truncated_download", include_str!("truncated_download.rs")),
     ];
@@ -132,7 +133,7 @@ fn warm_up_names_every_analyzer_regex() {
             })
         })
         .collect();
-    assert_eq!(declared.len(), 30, "{declared:?}");
+    assert_eq!(declared.len(), 38, "{declared:?}");
     let mod_rs = include_str!("mod.rs");
     // A new analyzer file must be added to `sources` above.
     let modules: Vec<&str> =
