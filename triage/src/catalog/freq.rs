@@ -42,6 +42,34 @@ pub(crate) fn estimate(lit: &[u8]) -> u32 {
     least
 }
 
+/// Bytes that commonly stand before or after a word in a log line: a literal that must begin
+/// (or end) at a word boundary mostly occurs next to one of them.
+const SEPARATORS: &[u8] = b" :=(),[]'\"/.-<>";
+
+/// [`estimate`] for a literal whose occurrences must have a word boundary at the start
+/// and/or the end (`start`, `end`): when the literal's end byte is a word byte, the boundary
+/// puts a separator next to it, so the count of the 4-byte windows of a separator and the
+/// literal's first (last) 3 bytes bounds it too (`137` as a whole word is much rarer than
+/// `137` inside `1370` or `21377`). Occurrences at a line's start or end are not counted: an
+/// estimate, not a bound.
+pub(crate) fn estimate_at_boundaries(lit: &[u8], start: bool, end: bool) -> u32 {
+    let word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
+    let mut best = estimate(lit);
+    if start
+        && lit.first().is_some_and(word)
+        && let Some(&[a, b, c]) = lit.get(..3)
+    {
+        best = best.min(SEPARATORS.iter().map(|&s| window_count(&[s, a, b, c])).sum());
+    }
+    if end
+        && lit.last().is_some_and(word)
+        && let Some(&[a, b, c]) = lit.get(lit.len().saturating_sub(3)..)
+    {
+        best = best.min(SEPARATORS.iter().map(|&s| window_count(&[a, b, c, s])).sum());
+    }
+    best
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

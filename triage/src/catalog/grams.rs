@@ -27,6 +27,7 @@
 
 use super::freq;
 use super::packed::Packed;
+use super::word_edges::Edges;
 
 /// Bits of a bitmap word index (2^13 words of 32 bits: 32 KiB, within the L1 data cache).
 const WORD_BITS: u32 = 13;
@@ -65,6 +66,8 @@ struct Entry {
     /// Which bytes of `head` it has.
     mask: u64,
     index: u32,
+    /// The word boundaries an occurrence must have to count.
+    edges: Edges,
 }
 
 /// The searcher.
@@ -84,7 +87,15 @@ const FIRST_4: u64 = 0xFFFF_FFFF;
 
 impl Grams {
     /// A searcher for `literals`, each at least 3 bytes long (shorter ones are never found).
+    #[cfg(test)]
     pub fn new(literals: &[Vec<u8>]) -> Grams {
+        Grams::with_edges(literals, &[])
+    }
+
+    /// A searcher for `literals`, each at least 3 bytes long (shorter ones are never found),
+    /// that reports an occurrence of `literals[i]` only where it has the word boundaries
+    /// `edges[i]` asks for (none when `edges` is shorter).
+    pub fn with_edges(literals: &[Vec<u8>], edges: &[Edges]) -> Grams {
         let mut filed: Vec<(usize, Entry)> = Vec::new();
         let mut bitmap = Box::new([0u32; WORDS]);
         let mut file = |window: u32, entry: Entry| {
@@ -97,12 +108,13 @@ impl Grams {
         for (i, lit) in literals.iter().enumerate() {
             let Ok(index) = u32::try_from(i) else { break };
             let (head, mask) = head_of(lit);
+            let edges = edges.get(i).copied().unwrap_or_default();
             match lit.len() {
                 0..=2 => {}
                 3 => {
                     for d in (0..=255u64).filter(|d| d & 0x20 == 0) {
                         let window = ((head | d << 24) & FIRST_4) as u32;
-                        file(window, Entry { window, offset: 0, head, mask, index });
+                        file(window, Entry { window, offset: 0, head, mask, index, edges });
                     }
                 }
                 _ => {
@@ -110,7 +122,7 @@ impl Grams {
                     let (window, _) = head_of(lit.get(offset..).unwrap_or(&[]));
                     let window = (window & FIRST_4) as u32;
                     let offset = u32::try_from(offset).unwrap_or(0);
-                    file(window, Entry { window, offset, head, mask, index });
+                    file(window, Entry { window, offset, head, mask, index, edges });
                 }
             }
         }
@@ -250,6 +262,7 @@ impl Grams {
             if head & e.mask == e.head
                 && let Some(lit) = self.literals.get(e.index as usize)
                 && text.get(start..start + lit.len()).is_some_and(|t| t.eq_ignore_ascii_case(lit))
+                && e.edges.hold(text, start, lit.len())
             {
                 found(start, e.index as usize);
             }
@@ -375,6 +388,7 @@ mod tests {
         for p in c.entries().iter().flat_map(|e| &e.patterns) {
             super::super::prefilter::analyze(p).unwrap().need.literals(&mut lits);
         }
+        let mut lits: Vec<Vec<u8>> = lits.iter().map(|l| super::super::word_edges::text(l).to_vec()).collect();
         lits.sort();
         lits.dedup();
         assert!(lits.len() > 300, "{}", lits.len());

@@ -83,6 +83,7 @@ mod packed;
 mod prefilter;
 mod scan;
 mod verdict;
+mod word_edges;
 
 #[cfg(test)]
 mod tests;

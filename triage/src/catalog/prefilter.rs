@@ -30,7 +30,9 @@
 //!    with the longest shortest literal (up to 8 bytes), then the fewest literals; for "one
 //!    of", the union of each branch's anchors. So `\b(?:loss|weights?)\b.{0,20}=\s*nan\b` is anchored
 //!    on `loss` and `weight` and then needs `nan` on the same line, and
-//!    `\b403\b.{0,3}\bForbidden\b|status[:=]403\b` is anchored on `forbidden` and `status`.
+//!    `\b403\b.{0,3}\bForbidden\b|status[:=]403\b` is anchored on `forbidden` and `status`;
+//! 4. a `\b` next to a literal stays with it (`word_edges.rs`): `\b137\b` is anchored on
+//!    `137` as a whole word, so the `137` in `1370 ms` or a hex digest wakes nothing.
 
 use std::sync::OnceLock;
 
@@ -42,6 +44,7 @@ use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, HirKind, Repeti
 use super::freq;
 use super::grams::Grams;
 use super::packed::Packed;
+use super::word_edges::{self, Edges};
 
 /// A pattern's literals must be at least this long to be used (shorter ones hit nearly every
 /// line, and running the pattern on every line is then cheaper than the bookkeeping).
@@ -71,7 +74,8 @@ const MAX_ALL_OF: usize = 4;
 pub(crate) enum Need {
     /// Nothing known: every line may match.
     Nothing,
-    /// One of these literals (lowercase, at least [`MIN_LITERAL_LEN`] bytes, no line break).
+    /// One of these literals (lowercase, at least [`MIN_LITERAL_LEN`] bytes of text, no line
+    /// break), each with a [`word_edges::MARK`] at an end that must be a word boundary.
     AnyOf(Vec<Vec<u8>>),
     /// Every one of these (none of them `Nothing`).
     All(Vec<Need>),
@@ -97,12 +101,17 @@ impl Need {
             }
         }
         // A literal set that another one implies adds nothing (`weight` or `loss` is implied
-        // by `weights` or `loss=`), unless it is the more specific anchor.
+        // by `weights` or `loss=`, or by themselves as whole words), unless it is the more
+        // specific or the cheaper anchor.
         let keys: Vec<_> = flat.iter().map(Need::anchor_key).collect();
         let implied = |i: usize| {
             let Need::AnyOf(x) = &flat[i] else { return false };
             flat.iter().zip(&keys).any(|(b, kb)| match b {
-                Need::AnyOf(y) => x != y && *kb >= keys[i] && y.iter().all(|y| x.iter().any(|x| contains(y, x))),
+                Need::AnyOf(y) => {
+                    x != y
+                        && (*kb >= keys[i] || cost(y) < cost(x))
+                        && y.iter().all(|y| x.iter().any(|x| contains(y, x)))
+                }
                 _ => false,
             })
         };
@@ -266,7 +275,7 @@ type Key = (usize, std::cmp::Reverse<usize>);
 /// How specific a literal set is: its shortest literal's length (up to
 /// [`GOOD_LITERAL_LEN`]: past it, a literal is rare enough), then fewer literals.
 fn key(lits: &[Vec<u8>]) -> Key {
-    let shortest = lits.iter().map(Vec::len).min().unwrap_or(0);
+    let shortest = lits.iter().map(|l| word_edges::text(l).len()).min().unwrap_or(0);
     (shortest.min(GOOD_LITERAL_LEN), std::cmp::Reverse(lits.len()))
 }
 
@@ -274,7 +283,12 @@ fn key(lits: &[Vec<u8>]) -> Key {
 /// corpus estimates, see `freq.rs`, and 1 per literal): the anchors of "all of" are the set
 /// that costs least.
 fn cost(lits: &[Vec<u8>]) -> u64 {
-    lits.iter().map(|l| 1 + u64::from(freq::estimate(l))).sum()
+    lits.iter()
+        .map(|l| {
+            let (text, edges) = word_edges::split(l);
+            1 + u64::from(freq::estimate_at_boundaries(text, edges.start, edges.end))
+        })
+        .sum()
 }
 
 /// What the parser says about one pattern.
@@ -295,7 +309,7 @@ pub(crate) fn analyze(pattern: &str) -> Result<Analysis, String> {
     let hir = ParserBuilder::new().unicode(false).utf8(false).build().parse(pattern).map_err(|e| e.to_string())?;
     let may_match_empty = hir.properties().minimum_len().is_none_or(|n| n == 0);
     let folded = fold_ascii_case(&hir);
-    let need = need_of(&folded);
+    let need = need_of(word_edges::mark(&folded).as_ref().unwrap_or(&folded));
     let starts_at_anchor = need.anchors().is_some_and(|anchors| starts_with_one_of(&folded, &anchors));
     Ok(Analysis { need, may_match_empty, starts_at_anchor })
 }
@@ -307,7 +321,7 @@ pub(crate) fn analyze(pattern: &str) -> Result<Analysis, String> {
 fn starts_with_one_of(hir: &Hir, anchors: &[Vec<u8>]) -> bool {
     let prefixes = Extractor::new().kind(ExtractKind::Prefix).extract(hir);
     prefixes.literals().is_some_and(|lits| {
-        !lits.is_empty() && lits.iter().all(|l| anchors.iter().any(|a| l.as_bytes().starts_with(a)))
+        !lits.is_empty() && lits.iter().all(|l| anchors.iter().any(|a| l.as_bytes().starts_with(word_edges::text(a))))
     })
 }
 
@@ -353,9 +367,11 @@ fn need_of(hir: &Hir) -> Need {
     }
 }
 
-/// `lit`, if long enough and within one line.
+/// `lit` (its word-boundary marks normalized), if its text is long enough and within one line.
 fn usable_literal(lit: &[u8]) -> Option<Vec<u8>> {
-    (lit.len() >= MIN_LITERAL_LEN && !lit.iter().any(|&b| b == b'\n' || b == b'\r')).then(|| lit.to_vec())
+    let lit = word_edges::normalize(lit);
+    let text = word_edges::text(&lit);
+    (text.len() >= MIN_LITERAL_LEN && !text.iter().any(|&b| b == b'\n' || b == b'\r')).then_some(lit)
 }
 
 /// The literals of `seq` when it is finite, non-empty and every literal is usable.
@@ -540,7 +556,16 @@ impl Prefilter {
                 o.push(p);
             }
         }
-        let grams = Grams::new(literals.get(..anchors).unwrap_or(&[]));
+        // The anchors are searched for with the word boundaries their marks ask for; every
+        // literal is kept, and looked for, as its text.
+        let (literals, edges): (Vec<Vec<u8>>, Vec<Edges>) = literals
+            .iter()
+            .map(|l| {
+                let (text, edges) = word_edges::split(l);
+                (text.to_vec(), edges)
+            })
+            .unzip();
+        let grams = Grams::with_edges(literals.get(..anchors).unwrap_or(&[]), &edges);
         let finders = (anchors..literals.len()).map(|_| OnceLock::new()).collect();
         let literals = Packed::new(&literals);
         let owners = Packed::new(&owners);
@@ -737,8 +762,11 @@ mod tests {
         analyze(p).unwrap().need
     }
 
+    /// The anchors of `p`, with their word-boundary marks written `\\b`.
     fn lits(p: &str) -> Option<Vec<String>> {
-        need(p).anchors().map(|v| v.into_iter().map(|l| String::from_utf8(l).unwrap()).collect())
+        need(p)
+            .anchors()
+            .map(|v| v.into_iter().map(|l| String::from_utf8(l).unwrap().replace('\u{1}', r"\b")).collect())
     }
 
     fn any(lits: &[&str]) -> Need {
@@ -765,36 +793,44 @@ mod tests {
     fn a_required_middle_part_is_used_when_the_ends_are_classes() {
         assert_eq!(lits(r"\d+ oom[-_]kill events?\b"), Some(vec!["kill event".into()]));
         let l = lits(r"\d+ (?:GPU|HBM) ECC\b").unwrap();
-        assert!(l.iter().all(|l| l.ends_with(" ecc")), "{l:?}");
+        assert!(l.iter().all(|l| l.ends_with(r" ecc\b")), "{l:?}");
     }
 
     #[test]
     fn every_required_part_is_needed_and_the_most_specific_anchors() {
         let n = need(r"(?i)\b(?:loss|weights?)\b.{0,20}\b(?:is|=)\s*nan\b");
-        assert_eq!(n, Need::All(vec![any(&["loss", "weight"]), any(&["nan"])]));
+        let marked = |l: &str| l.replace(r"\b", "\u{1}");
+        let any_marked = |l: &[&str]| Need::AnyOf(l.iter().map(|l| marked(l).into_bytes()).collect());
+        assert_eq!(
+            n,
+            Need::All(vec![any_marked(&[r"\bloss\b", r"\bweight\b", r"\bweights\b"]), any_marked(&[r"nan\b"])])
+        );
         assert_eq!(
             lits(r"(?i)\b(?:loss|weights?)\b.{0,20}\b(?:is|=)\s*nan\b"),
-            Some(vec!["loss".into(), "weight".into()])
+            Some(vec![r"\bloss\b".into(), r"\bweight\b".into(), r"\bweights\b".into()])
         );
     }
 
     #[test]
     fn alternations_give_one_literal_per_branch() {
-        assert_eq!(need(r"(?i)\b(?:ECONNRESET|ETIMEDOUT)\b"), any(&["econnreset", "etimedout"]));
+        assert_eq!(
+            lits(r"(?i)\b(?:ECONNRESET|ETIMEDOUT)\b"),
+            Some(vec![r"\beconnreset\b".into(), r"\betimedout\b".into()])
+        );
     }
 
     #[test]
     fn alternations_of_patterns_with_literals_have_literals() {
         let mut l = lits(r"(?i)\b403\b.{0,3}\bForbidden\b|^Terminated\s*$").unwrap();
         l.sort();
-        assert_eq!(l, vec!["forbidden".to_string(), "terminated".into()]);
+        assert_eq!(l, vec![r"\bforbidden\b".to_string(), "terminated".into()]);
         let mut l = lits(r"(?i)\b403\b.{0,3}\bForbidden\b|\bcode=403\b").unwrap();
         l.sort();
-        assert_eq!(l, vec!["code=403".to_string(), "forbidden".into()]);
+        assert_eq!(l, vec![r"\bcode=403\b".to_string(), r"\bforbidden\b".into()]);
         let pf = build(&[need(r"(?i)\b403\b.{0,3}\bForbidden\b|\bcode=403\b")]);
         let mut lines = Vec::new();
-        pf.for_each_line("Forbidden\n403 Forbidden\nCODE=403\ncode=40", |n, _, _, _| lines.push(n));
-        assert_eq!(lines, vec![1, 2], "each branch's needs, not the anchors alone");
+        pf.for_each_line("Forbidden\n403 Forbidden\nCODE=403\ncode=40\nForbiddenX 403", |n, _, _, _| lines.push(n));
+        assert_eq!(lines, vec![1, 2], "each branch's needs, not the anchors alone, with their word boundaries");
     }
 
     #[test]
