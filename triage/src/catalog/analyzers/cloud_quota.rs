@@ -6,7 +6,8 @@
 //!   with current utilization of 0 Instances and a request delta of 11 Instances`.
 //! - Azure: `… exceeding approved … quota. … Current Limit: 4, Current Usage: 4, Additional
 //!   Required: 2, (Minimum) New Limit Required: 6`.
-//! - Google Cloud: `Quota 'GPUS_ALL_REGIONS' exceeded. Limit: 0.0 globally.`, or
+//! - Google Cloud: `Quota 'GPUS_ALL_REGIONS' exceeded. Limit: 0.0 globally.` (or `Quota limit '…' has
+//!   been exceeded. Limit: 0 in region …`), or
 //!   `Quota violated: … requested: 85899345920 allowed: 42949672960`.
 //!
 //! What a rerun does follows from the numbers:
@@ -53,7 +54,7 @@ static OUTCOMES: &[Outcome] = &[
 static TRIGGERS: &[&str] = &[
     r"(?i)\bservice limit '[ -&(-~]*' is [\d.]+ \w+, with current utilization of [\d.]+ \w+ and a request delta of [\d.]+",
     r"(?i)\bCurrent Limit: \d+, Current Usage: \d+, Additional Required: \d+",
-    r"(?i)\bQuota '[\w.-]+' exceeded\.\s+Limit: [\d.]+",
+    r"(?i)\bQuota (?:limit )?'[\w.-]+' (?:has been )?exceeded\.\s+Limit: [\d.]+",
     r"(?i)\bquota\b[ -~]{0,160}\brequested: ?[\d.]+,? allowed: ?[\d.]+",
 ];
 
@@ -67,7 +68,8 @@ pub(super) static AWS: Lazy = Lazy::new(|| {
 pub(super) static AZURE: Lazy =
     Lazy::new(|| re(r"(?i)\bCurrent Limit: (\d+), Current Usage: (\d+), Additional Required: (\d+)"));
 /// Google: the limit alone.
-pub(super) static GOOGLE_LIMIT: Lazy = Lazy::new(|| re(r"(?i)\bQuota '[\w.-]+' exceeded\.\s+Limit: ([\d.]+)"));
+pub(super) static GOOGLE_LIMIT: Lazy =
+    Lazy::new(|| re(r"(?i)\bQuota (?:limit )?'[\w.-]+' (?:has been )?exceeded\.\s+Limit: ([\d.]+)"));
 /// Google: request, limit.
 pub(super) static GOOGLE_REQUESTED: Lazy =
     Lazy::new(|| re(r"(?i)\bquota\b[ -~]{0,160}\brequested: ?([\d.]+),? allowed: ?([\d.]+)"));
@@ -172,6 +174,12 @@ impl Analyzer for CloudQuota {
                 text: "spec.template.spec.containers[0].resources.limits.memory: Quota violated: \
                        MemAllocPerProjectRegion requested: 85899345920 allowed: 42949672960",
                 exit_code: None,
+                expect: Some(TOO_LARGE),
+            },
+            Example {
+                text: "Error creating Instance: googleapi: Error 429: Quota limit 'StandardInstancesPerProjectPerRegion' \
+                       has been exceeded. Limit: 0 in region us-central1.",
+                exit_code: Some(1),
                 expect: Some(TOO_LARGE),
             },
             // A non-zero Google limit alone: what was asked and what is in use are not shown.
