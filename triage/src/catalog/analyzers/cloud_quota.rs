@@ -9,6 +9,9 @@
 //! - Google Cloud: `Quota 'GPUS_ALL_REGIONS' exceeded. Limit: 0.0 globally.` (or `Quota limit '…' has
 //!   been exceeded. Limit: 0 in region …`), or
 //!   `Quota violated: … requested: 85899345920 allowed: 42949672960`.
+//! - Kubernetes (a namespace's ResourceQuota): `pods "x" is forbidden: exceeded quota: q,
+//!   requested: requests.cpu=8, used: requests.cpu=60, limited: requests.cpu=64`, one
+//!   `resource=quantity` per resource (`800m`, `1Gi`, `2G`, `3`), compared resource by resource.
 //!
 //! What a rerun does follows from the numbers:
 //!
@@ -56,6 +59,7 @@ static TRIGGERS: &[&str] = &[
     r"(?i)\bCurrent Limit: \d+, Current Usage: \d+, Additional Required: \d+",
     r"(?i)\bQuota (?:limit )?'[\w.-]+' (?:has been )?exceeded\.\s+Limit: [\d.]+",
     r"(?i)\bquota\b[ -~]{0,160}\brequested: ?[\d.]+,? allowed: ?[\d.]+",
+    r"(?i)\bis forbidden: exceeded quota: [\w.-]+, requested: [\w./=,-]+, used: [\w./=,-]+, limited: ",
 ];
 
 /// AWS: limit, utilization, request.
@@ -73,6 +77,60 @@ pub(super) static GOOGLE_LIMIT: Lazy =
 /// Google: request, limit.
 pub(super) static GOOGLE_REQUESTED: Lazy =
     Lazy::new(|| re(r"(?i)\bquota\b[ -~]{0,160}\brequested: ?([\d.]+),? allowed: ?([\d.]+)"));
+
+/// Kubernetes: requested, used, limited (`resource=quantity` lists).
+pub(super) static KUBERNETES: Lazy = Lazy::new(|| {
+    re(
+        r"(?i)\bis forbidden: exceeded quota: [\w.-]+, requested: ([\w./=,-]+), used: ([\w./=,-]+), limited: ([\w./=,-]+)",
+    )
+});
+
+/// A Kubernetes quantity (`800m`, `1.5Gi`, `2G`, `3`) as a number.
+fn quantity(q: &str) -> Option<f64> {
+    let split = q.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(q.len());
+    let (n, unit) = q.split_at(split);
+    let scale = match unit {
+        "" => 1.0,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "Ki" => 1024.0,
+        "Mi" => 1024.0 * 1024.0,
+        "Gi" => 1024.0 * 1024.0 * 1024.0,
+        "Ti" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        "Pi" => 1024.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    };
+    Some(n.parse::<f64>().ok()? * scale)
+}
+
+/// `resource=quantity,…` as pairs (`None` if any item does not parse).
+fn resources(list: &str) -> Option<Vec<(&str, f64)>> {
+    list.split(',')
+        .filter(|item| !item.is_empty())
+        .map(|item| {
+            let (name, q) = item.split_once('=')?;
+            Some((name, quantity(q)?))
+        })
+        .collect()
+}
+
+/// Kubernetes: any resource whose request alone is over its limit decides permanent; else any
+/// resource that other pods fill decides transient.
+fn judge_kubernetes(line: &str) -> Option<&'static str> {
+    let c = KUBERNETES.captures(line)?;
+    let [requested, used, limited] = [1, 2, 3].map(|i| c.get(i).and_then(|m| resources(m.as_str())));
+    let (requested, used, limited) = (requested?, used?, limited?);
+    let find = |list: &[(&str, f64)], name: &str| list.iter().find(|(n, _)| *n == name).map(|&(_, v)| v);
+    let verdicts: Vec<&'static str> = requested
+        .iter()
+        .filter_map(|&(name, request)| weigh(find(&limited, name)?, find(&used, name), request))
+        .collect();
+    verdicts.iter().find(|&&v| v == TOO_LARGE).or_else(|| verdicts.first()).copied()
+}
 
 /// The numbers captured by `re` in `line`, in group order.
 fn numbers<const N: usize>(re: &regex::Regex, line: &str) -> Option<[f64; N]> {
@@ -99,6 +157,9 @@ fn weigh(limit: f64, usage: Option<f64>, request: f64) -> Option<&'static str> {
 fn judge(line: &str) -> Option<&'static str> {
     if let Some([limit, used, request]) = numbers::<3>(&AWS, line).or_else(|| numbers::<3>(&AZURE, line)) {
         return weigh(limit, Some(used), request);
+    }
+    if KUBERNETES.is_match(line) {
+        return judge_kubernetes(line);
     }
     if let Some([request, limit]) = numbers::<2>(&GOOGLE_REQUESTED, line) {
         return weigh(limit, None, request);
@@ -181,6 +242,40 @@ impl Analyzer for CloudQuota {
                        has been exceeded. Limit: 0 in region us-central1.",
                 exit_code: Some(1),
                 expect: Some(TOO_LARGE),
+            },
+            Example {
+                text: "Error from server (Forbidden): pods \"pod-4\" is forbidden: exceeded quota: compute-quota, \
+                       requested: pods=1, used: pods=3, limited: pods=3",
+                exit_code: Some(1),
+                expect: Some(HELD),
+            },
+            Example {
+                text: "Error from server (Forbidden): error when creating \"Pod2.yml\": pods \"quota-mem-cpu-demo-2\" is \
+                       forbidden: exceeded quota: mem-cpu-demo, requested: limits.cpu=800m,limits.memory=1Gi,\
+                       requests.cpu=400m,requests.memory=700Mi, used: limits.cpu=1800m,limits.memory=1056Mi,\
+                       requests.cpu=900m,requests.memory=728Mi, limited: limits.cpu=2,limits.memory=2Gi,\
+                       requests.cpu=1,requests.memory=1Gi",
+                exit_code: Some(1),
+                expect: Some(HELD),
+            },
+            Example {
+                text: "Warning  FailedCreate  replicaset-controller  Error creating: pods \"restricteddeploy-869775475b-264wg\" \
+                       is forbidden: exceeded quota: mylimits, requested: memory=2G, used: memory=0, limited: memory=1G",
+                exit_code: None,
+                expect: Some(TOO_LARGE),
+            },
+            Example {
+                text: "message: jobs.batch \"ptah-crd-reconcile\" is forbidden: exceeded quota: e2e-install-quota, \
+                       requested: count/jobs.batch=1, used: count/jobs.batch=0, limited: count/jobs.batch=0\"",
+                exit_code: None,
+                expect: Some(TOO_LARGE),
+            },
+            // The request fits and nothing else is in use: the numbers do not explain the refusal.
+            Example {
+                text: "pods \"x\" is forbidden: exceeded quota: q, requested: requests.cpu=1, used: requests.cpu=0, \
+                       limited: requests.cpu=4",
+                exit_code: None,
+                expect: None,
             },
             // A non-zero Google limit alone: what was asked and what is in use are not shown.
             Example {

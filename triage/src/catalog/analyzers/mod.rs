@@ -174,11 +174,12 @@ pub(crate) type Lazy = LazyLock<Regex>;
 
 /// Compile every analyzer's regexes now (see [`crate::catalog::Catalog::warm_up`]).
 pub(crate) fn warm_up() {
-    let all: [&Lazy; 38] = [
+    let all: [&Lazy; 39] = [
         &cloud_quota::AWS,
         &cloud_quota::AZURE,
         &cloud_quota::GOOGLE_LIMIT,
         &cloud_quota::GOOGLE_REQUESTED,
+        &cloud_quota::KUBERNETES,
         &crashloop::CRASHLOOP,
         &crashloop::LAST,
         &crashloop::REASON,
