@@ -78,6 +78,7 @@ mod error;
 mod freq;
 mod grams;
 mod hints;
+mod hir_walk;
 mod load;
 mod packed;
 mod prefilter;

@@ -39,10 +39,11 @@ use std::sync::OnceLock;
 use memchr::memmem;
 use regex_syntax::ParserBuilder;
 use regex_syntax::hir::literal::{ExtractKind, Extractor, Seq};
-use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, HirKind, Repetition};
+use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, HirKind};
 
 use super::freq;
 use super::grams::Grams;
+use super::hir_walk;
 use super::packed::Packed;
 use super::word_edges::{self, Edges};
 
@@ -387,22 +388,14 @@ fn usable_seq(seq: &Seq) -> Option<Vec<Vec<u8>>> {
 /// `hir` with every class that is one ASCII letter in both cases (`[Aa]`) made that letter in
 /// lowercase, and every literal lowercased: a copy for literal extraction only.
 fn fold_ascii_case(hir: &Hir) -> Hir {
-    match hir.kind() {
+    hir_walk::map_leaves(hir, &|leaf| match leaf.kind() {
         HirKind::Literal(lit) => Hir::literal(lit.0.to_ascii_lowercase()),
         HirKind::Class(class) => match single_folded_byte(class) {
             Some(b) => Hir::literal([b]),
-            None => lowercase_class(class).map_or_else(|| hir.clone(), |c| Hir::class(Class::Bytes(c))),
+            None => lowercase_class(class).map_or_else(|| leaf.clone(), |c| Hir::class(Class::Bytes(c))),
         },
-        HirKind::Concat(parts) => Hir::concat(parts.iter().map(fold_ascii_case).collect()),
-        HirKind::Alternation(parts) => Hir::alternation(parts.iter().map(fold_ascii_case).collect()),
-        HirKind::Capture(c) => {
-            let mut c = c.clone();
-            c.sub = Box::new(fold_ascii_case(&c.sub));
-            Hir::capture(c)
-        }
-        HirKind::Repetition(r) => Hir::repetition(Repetition { sub: Box::new(fold_ascii_case(&r.sub)), ..r.clone() }),
-        HirKind::Empty | HirKind::Look(_) => hir.clone(),
-    }
+        _ => leaf.clone(),
+    })
 }
 
 /// The lowercase byte a class stands for when it is exactly one byte up to ASCII case.

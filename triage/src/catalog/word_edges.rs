@@ -16,6 +16,8 @@
 
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
+use super::hir_walk::{any_leaf, map_leaves};
+
 /// The byte a `\b` becomes in a literal (never in a catalog pattern's own text: see [`mark`]).
 pub(crate) const MARK: u8 = 0x01;
 
@@ -51,32 +53,14 @@ pub(crate) fn mark(hir: &Hir) -> Option<Hir> {
 }
 
 fn marked(hir: &Hir) -> Hir {
-    match hir.kind() {
+    map_leaves(hir, &|leaf| match leaf.kind() {
         HirKind::Look(Look::WordAscii) => Hir::literal([MARK]),
-        HirKind::Concat(parts) => Hir::concat(parts.iter().map(marked).collect()),
-        HirKind::Alternation(parts) => Hir::alternation(parts.iter().map(marked).collect()),
-        HirKind::Capture(c) => {
-            let mut c = c.clone();
-            c.sub = Box::new(marked(&c.sub));
-            Hir::capture(c)
-        }
-        HirKind::Repetition(r) => {
-            let mut r = r.clone();
-            r.sub = Box::new(marked(&r.sub));
-            Hir::repetition(r)
-        }
-        HirKind::Empty | HirKind::Literal(_) | HirKind::Class(_) | HirKind::Look(_) => hir.clone(),
-    }
+        _ => leaf.clone(),
+    })
 }
 
 fn has_boundary(hir: &Hir) -> bool {
-    match hir.kind() {
-        HirKind::Look(look) => *look == Look::WordAscii,
-        HirKind::Concat(parts) | HirKind::Alternation(parts) => parts.iter().any(has_boundary),
-        HirKind::Capture(c) => has_boundary(&c.sub),
-        HirKind::Repetition(r) => has_boundary(&r.sub),
-        HirKind::Empty | HirKind::Literal(_) | HirKind::Class(_) => false,
-    }
+    any_leaf(hir, &|leaf| matches!(leaf.kind(), HirKind::Look(Look::WordAscii)))
 }
 
 /// Whether a literal extracted from `hir` could hold the byte [`MARK`]: a literal of it does,
@@ -90,7 +74,7 @@ fn has_mark_byte(hir: &Hir) -> bool {
         }
         with && size <= SPELLED_CLASS
     };
-    match hir.kind() {
+    any_leaf(hir, &|leaf| match leaf.kind() {
         HirKind::Literal(lit) => lit.0.contains(&MARK),
         HirKind::Class(Class::Bytes(c)) => {
             small_with_mark(&mut c.ranges().iter().map(|r| (u32::from(r.start()), u32::from(r.end()))))
@@ -98,11 +82,8 @@ fn has_mark_byte(hir: &Hir) -> bool {
         HirKind::Class(Class::Unicode(c)) => {
             small_with_mark(&mut c.ranges().iter().map(|r| (u32::from(r.start()), u32::from(r.end()))))
         }
-        HirKind::Concat(parts) | HirKind::Alternation(parts) => parts.iter().any(has_mark_byte),
-        HirKind::Capture(c) => has_mark_byte(&c.sub),
-        HirKind::Repetition(r) => has_mark_byte(&r.sub),
-        HirKind::Empty | HirKind::Look(_) => false,
-    }
+        _ => false,
+    })
 }
 
 /// `lit` (with marks) in its one form: no mark inside the text, at most one at each end.
