@@ -14,7 +14,8 @@
 //! bytes where it would start, then the whole literal, ASCII case ignored).
 //!
 //! A literal's key window is the 4 bytes of it that real tails have least often (by the
-//! corpus's counts, `freq.rs`): `gradient` is keyed by `dien`, not by `grad`, and `worker
+//! corpus's counts, and for windows the corpus lacks, by how common their 3-byte halves are:
+//! `freq.rs`): `gradient` is keyed by `dien`, not by `grad`, and `worker
 //! lost` not by the `work` of every `worker-3 processed` line. Common windows are where the
 //! time goes: each position whose window is some literal's key costs a follow-up check. A
 //! 3-byte literal is keyed by its 3 bytes, filed under all 128 values its fourth byte can take
@@ -270,19 +271,19 @@ impl Grams {
     }
 }
 
-/// Where the key window of `lit` (4 bytes or more) starts: its rarest 4 bytes in the corpus,
-/// the first of those.
+/// Where the key window of `lit` (4 bytes or more) starts: its 4 bytes least likely in log
+/// text (`freq::window_weight`), the first of those.
 fn key_offset(lit: &[u8]) -> usize {
-    let mut best = (u32::MAX, 0);
+    let mut best = (u64::MAX, 0);
     for (k, w) in lit.windows(4).enumerate() {
         let mut window = [0u8; 4];
         for (d, s) in window.iter_mut().zip(w) {
             *d = s.to_ascii_lowercase();
         }
-        let count = freq::window_count(&window);
-        if count < best.0 {
-            best = (count, k);
-            if count == 0 {
+        let weight = freq::window_weight(window);
+        if weight < best.0 {
+            best = (weight, k);
+            if weight == 0 {
                 break;
             }
         }

@@ -338,34 +338,31 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
     }
 
     let mut candidates = Vec::new();
-    let mut listed: Vec<(Candidate, HintMatch)> = Vec::new();
+    // What each candidate would report; made into `HintMatch`es (strings) only for the few
+    // that are reported.
+    let mut listed: Vec<(Candidate, Listed<'_>)> = Vec::new();
     for (e, entry) in entries.iter().enumerate() {
-        let (state, code) = context_agreement(entry, ctx);
-        let record = |line: usize, text: String, confirmed_by: Option<String>| HintMatch {
-            id: entry.id.clone(),
-            class: entry.class,
-            category: entry.category.clone(),
-            line,
-            text,
-            confirmed_by,
-        };
         let entry_hits = hits.get(e).map_or(&[][..], Vec::as_slice);
+        if entry_hits.is_empty() && !entry.patterns.is_empty() {
+            continue;
+        }
+        let (state, code) = context_agreement(entry, ctx);
         if let Some(&(last, _)) = entry_hits.last() {
             let confirmed_by = state.or(code);
             let basis = if confirmed_by.is_some() { Basis::TextConfirmed } else { Basis::TextOnly };
             for &(n, t) in entry_hits {
                 let cand = Candidate { entry: e, line: n, basis };
-                listed.push((cand, record(n, excerpt(t), confirmed_by.clone())));
+                listed.push((cand, Listed { text: ListedText::Line(t), confirmed_by: confirmed_by.clone() }));
             }
             candidates.push(Candidate { entry: e, line: last, basis });
-        } else if entry.patterns.is_empty() {
+        } else {
             let (basis, what) = match (state, code) {
                 (Some(s), _) => (Basis::StateOnly, s),
                 (None, Some(c)) => (Basis::ExitCodeOnly, c),
                 (None, None) => continue,
             };
             let cand = Candidate { entry: e, line: 0, basis };
-            listed.push((cand.clone(), record(0, what, None)));
+            listed.push((cand.clone(), Listed { text: ListedText::Said(what), confirmed_by: None }));
             candidates.push(cand);
         }
     }
@@ -379,20 +376,12 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
             let Some(f) = analyzer.analyze(&Input { lines: &lines, woken: w, ctx }) else {
                 continue;
             };
-            let (Some(entry), Some(line)) = (entries.get(first + f.outcome), lines.get(f.line)) else {
+            let (Some(_), Some(&line)) = (entries.get(first + f.outcome), lines.get(f.line)) else {
                 continue;
             };
             let basis = if f.confirmed_by.is_some() { Basis::TextConfirmed } else { Basis::TextOnly };
             let cand = Candidate { entry: first + f.outcome, line: f.line + 1, basis };
-            let m = HintMatch {
-                id: entry.id.clone(),
-                class: entry.class,
-                category: entry.category.clone(),
-                line: f.line + 1,
-                text: excerpt(line),
-                confirmed_by: f.confirmed_by,
-            };
-            listed.push((cand.clone(), m));
+            listed.push((cand.clone(), Listed { text: ListedText::Line(line), confirmed_by: f.confirmed_by }));
             candidates.push(cand);
         }
     }
@@ -403,7 +392,8 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
     let Some(entry) = entries.get(best.entry) else {
         return Hints::unknown();
     };
-    let evidence = listed.iter().find(|(c, _)| c.entry == best.entry && c.line == best.line).map(|(_, m)| m.clone());
+    let evidence =
+        listed.iter().find(|(c, _)| c.entry == best.entry && c.line == best.line).map(|(c, l)| l.to_match(c, entry));
     if let Some(other) = contrary(&candidates, best, entries)
         && let Some(o) = entries.get(other.entry)
     {
@@ -424,7 +414,7 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
                 o.class.verdict().as_str(),
                 o.hint
             )),
-            matches: cap_matches(listed, best),
+            matches: cap_matches(listed, best, entries),
             evidence,
         };
     }
@@ -434,7 +424,7 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
         action: Some(entry.action),
         strategy: Some(entry.strategy),
         hint: Some(entry.hint.clone()),
-        matches: cap_matches(listed, best),
+        matches: cap_matches(listed, best, entries),
         evidence,
     }
 }
@@ -452,26 +442,53 @@ fn split_lines(text: &str) -> Vec<&str> {
     lines
 }
 
+/// What a candidate would report as a [`HintMatch`], without its strings made yet.
+struct Listed<'t> {
+    text: ListedText<'t>,
+    confirmed_by: Option<String>,
+}
+
+/// The text of a [`HintMatch`] to be.
+enum ListedText<'t> {
+    /// A line of the tail (reported as its excerpt).
+    Line(&'t str),
+    /// What matched instead of a line (`exit code 137`).
+    Said(String),
+}
+
+impl Listed<'_> {
+    /// The match of `cand`, a candidate of `entry`.
+    fn to_match(&self, cand: &Candidate, entry: &Entry) -> HintMatch {
+        HintMatch {
+            id: entry.id.clone(),
+            class: entry.class,
+            category: entry.category.clone(),
+            line: cand.line,
+            text: match &self.text {
+                ListedText::Line(line) => excerpt(line),
+                ListedText::Said(what) => what.clone(),
+            },
+            confirmed_by: self.confirmed_by.clone(),
+        }
+    }
+}
+
 /// Line order (line-0 matches first), at most [`Hints::MAX_MATCHES`], keeping the latest
 /// lines and always the deciding match.
-fn cap_matches(mut listed: Vec<(Candidate, HintMatch)>, best: &Candidate) -> Vec<HintMatch> {
+fn cap_matches(mut listed: Vec<(Candidate, Listed<'_>)>, best: &Candidate, entries: &[Entry]) -> Vec<HintMatch> {
     listed.sort_by_key(|(c, _)| (c.line, c.entry));
-    if listed.len() > Hints::MAX_MATCHES {
-        let is_best = |c: &Candidate| c.entry == best.entry && c.line == best.line;
-        let best_pos = listed.iter().position(|(c, _)| is_best(c));
-        let line0 = listed.iter().take_while(|(c, _)| c.line == 0).count();
-        let drop = listed.len() - Hints::MAX_MATCHES;
-        // Drop the earliest text matches (after the line-0 ones), but not the deciding one.
-        let mut kept = Vec::with_capacity(Hints::MAX_MATCHES);
-        let mut dropped = 0;
-        for (i, item) in listed.into_iter().enumerate() {
-            if i >= line0 && dropped < drop && Some(i) != best_pos {
-                dropped += 1;
-                continue;
-            }
-            kept.push(item);
+    let is_best = |c: &Candidate| c.entry == best.entry && c.line == best.line;
+    let best_pos = listed.iter().position(|(c, _)| is_best(c));
+    let line0 = listed.iter().take_while(|(c, _)| c.line == 0).count();
+    // Drop the earliest text matches (after the line-0 ones), but not the deciding one.
+    let mut drop = listed.len().saturating_sub(Hints::MAX_MATCHES);
+    let mut kept = Vec::with_capacity(listed.len().min(Hints::MAX_MATCHES));
+    for (i, (cand, item)) in listed.iter().enumerate() {
+        if i >= line0 && drop > 0 && Some(i) != best_pos {
+            drop -= 1;
+            continue;
         }
-        listed = kept;
+        kept.extend(entries.get(cand.entry).map(|e| item.to_match(cand, e)));
     }
-    listed.into_iter().map(|(_, m)| m).collect()
+    kept
 }
