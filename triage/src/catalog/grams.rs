@@ -5,13 +5,14 @@
 //! depends on the one before, so a search is bound by load latency; for the catalog's
 //! literals it ran at about 200 MiB/s as an NFA and 330 MiB/s as an 8 MB DFA (and its packed,
 //! SIMD searcher takes at most 64 literals). Here each position's next 4 bytes, with the ASCII
-//! case bit cleared, are hashed to one word of a bitmap of the literals' *key windows* and two
+//! case bit cleared, are hashed to one word of a bitmap of the literals' *key windows* and three
 //! bits in it; the tests of successive positions do not depend on each other. With AVX2 (found
 //! at run time) 8 positions are tested at once: their windows by a byte shuffle, the hashes by
 //! vector multiplies, the 8 words by one gather (the whole search then takes about half the
-//! time on a 1 MiB tail); else a scalar loop does the same test. The few positions with all three bits set are checked against
-//! the literals filed under that bitmap word (the same window, then the literal's first 8
-//! bytes where it would start, then the whole literal, ASCII case ignored).
+//! time on a 1 MiB tail); else a scalar loop does the same test. The few positions with all
+//! three bits set are checked against the literals filed under that bitmap word (the same
+//! window, then the literal's first 8 bytes where it would start, then the whole literal, ASCII
+//! case ignored).
 //!
 //! A literal's key window is the 4 bytes of it that real tails have least often (by the
 //! corpus's counts, and for windows the corpus lacks, by how common their 3-byte halves are:
@@ -46,8 +47,8 @@ const MUL_2: u32 = 0x85EB_CA77;
 /// depend on every byte of the window, as the word and two of the bits do; the third, from
 /// bits 17-21, depends on the first three bytes only, which still tells most windows apart and
 /// costs a 3-byte literal's 128 filings a single bit. A position passes the first test when all
-/// three bits are set: on the 1 MiB benchmark tail 8,900 positions a scan pass it (most of
-/// them some literal's key window), against 10,000 with two bits and 13,000+ with one.
+/// three bits are set: on the 1 MiB benchmark tail about 8,900 positions pass it per scan
+/// (most of them some literal's key window), against 10,000 with two bits and 13,000+ with one.
 #[inline(always)]
 fn probe(window: u32) -> (usize, u32) {
     let h = window.wrapping_mul(MUL_1);
