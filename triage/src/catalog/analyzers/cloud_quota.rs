@@ -85,7 +85,9 @@ pub(super) static KUBERNETES: Lazy = Lazy::new(|| {
     )
 });
 
-/// A Kubernetes quantity (`800m`, `1.5Gi`, `2G`, `3`) as a number.
+/// A Kubernetes quantity (`800m`, `1.5Gi`, `2G`, `3`) as a number. Not [`super::bytes`]:
+/// here `m` is milli and `G` decimal, as Kubernetes writes them, where `bytes` reads `m` as
+/// MiB and `G` as GiB, the way the JVM and schedulers do.
 fn quantity(q: &str) -> Option<f64> {
     let split = q.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(q.len());
     let (n, unit) = q.split_at(split);
