@@ -67,6 +67,7 @@ echo "agents: $AGENTS_BIN"
 step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 
 step "Torc 1.0 (the real server the torc backend is tested against)"
 TORC_ROOT="$TRIAGE_TOOLS/torc-1.0.0"

@@ -60,7 +60,7 @@ pub struct Args {
     #[arg(long, value_name = "VAR")]
     pub token_env: Option<String>,
 
-    /// Extra allowed Origin for browser clients (repeatable), e.g. https://app.example:443.
+    /// Extra allowed Origin for browser clients (repeatable), e.g. `https://app.example:443`.
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     pub allowed_origins: Vec<String>,
 

@@ -5,7 +5,7 @@
 //!   attempt history, budget use);
 //! - [`rules`] turns the catalog's verdict into a proposal (no agent needed);
 //! - [`proposal`] is a proposal and its [`Authority`] (agent, rules, a person's review);
-//! - [`validate`] decides whether a proposal may be applied;
+//! - [`validate`](mod@validate) decides whether a proposal may be applied;
 //! - `apply` judges a proposal and makes the guarded move; it also applies a whole plan;
 //! - [`approval`] is a person's approval of an agent's moves, asked through their MCP client;
 //! - [`classify`] takes an agent's classifications (the MCP tool);

@@ -7,8 +7,8 @@
 //!   The agent's name is chosen by triage (`--agent-name`, the agent kind `triage run`
 //!   started, or the MCP client's name), and whatever the name or the proposal's fields say,
 //!   it is an agent's proposal and is validated in full.
-//! - [`Proposal::by_rules`]: the catalog's own verdict ([`super::rules`]).
-//! - [`Proposal::by_review`] (engine-private, see [`super::review`]): a person's decision in
+//! - `Proposal::by_rules`: the catalog's own verdict ([`super::rules`]).
+//! - `Proposal::by_review` (engine-private, see [`super::review`]): a person's decision in
 //!   `triage review`. It waives the catalog conflict and the review triggers, never a hard
 //!   rule (state, budget, exit-code lists, resources).
 //!

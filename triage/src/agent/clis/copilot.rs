@@ -3,7 +3,7 @@
 use super::{AgentFiles, TOOLS};
 use crate::agent::{AgentFailure, AgentSetup};
 
-/// The largest tool answer `triage-mcp` gives Copilot CLI (see [`args`]).
+/// The largest tool answer `triage-mcp` gives Copilot CLI (passed by this module's `args`).
 pub const COPILOT_MAX_ANSWER_BYTES: u32 = 16 * 1024;
 
 /// The arguments (and extra environment) of one non-interactive run.
