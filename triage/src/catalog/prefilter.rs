@@ -502,6 +502,8 @@ struct Scratch {
     literal_seen: Vec<usize>,
     /// Per pattern, the stamp of the last line it was a candidate on.
     pattern_seen: Vec<usize>,
+    /// Per pattern, the first stamp of the last scan that retired it ([`Retired`]).
+    pattern_retired: Vec<usize>,
     candidates: Vec<usize>,
     passing: Vec<usize>,
     /// The current line, lowercased when a need looked for a literal that is not an anchor.
@@ -580,10 +582,19 @@ impl Prefilter {
         }))
     }
 
-    /// Calls `visit(number, line, patterns, hits)` for every non-empty line (0-based number,
-    /// without its `\r`) where some pattern's need holds, with those patterns, ascending, and
-    /// the anchors found on the line (for [`Prefilter::starts`]).
-    pub fn for_each_line<'t>(&self, text: &'t str, mut visit: impl FnMut(usize, &'t str, &[usize], LineHits<'_>)) {
+    /// Calls `visit(number, line, patterns, hits, retired)` for every non-empty line (0-based
+    /// number, without its `\r`) where some pattern's need holds, with those patterns,
+    /// ascending, and the anchors found on the line (for [`Prefilter::starts`]).
+    ///
+    /// Lines are visited last to first, and `visit` may retire patterns ([`Retired`]): they
+    /// are no longer candidates on the lines before. A scan keeps only the last few lines each
+    /// entry matches, so once an entry has them, its patterns need not be looked at again: on
+    /// a long tail where the same error repeats, most lines then cost only the anchor search.
+    pub fn for_each_line<'t>(
+        &self,
+        text: &'t str,
+        mut visit: impl FnMut(usize, &'t str, &[usize], LineHits<'_>, &mut Retired<'_>),
+    ) {
         let bytes = text.as_bytes();
         let mut scratch = SCRATCH.take().unwrap_or_default();
         // Stamps of earlier scans are below `next_stamp`: the tables need no clearing, only
@@ -592,6 +603,7 @@ impl Prefilter {
             // Never in practice (2^61 bytes scanned on one thread), but stamps must stay unique.
             scratch.literal_seen.fill(0);
             scratch.pattern_seen.fill(0);
+            scratch.pattern_retired.fill(0);
             scratch.next_stamp = 1;
         }
         let base = scratch.next_stamp.max(1);
@@ -601,42 +613,55 @@ impl Prefilter {
         }
         if scratch.pattern_seen.len() < self.conds.len() {
             scratch.pattern_seen.resize(self.conds.len(), 0);
+            scratch.pattern_retired.resize(self.conds.len(), 0);
         }
         let mut hits = std::mem::take(&mut scratch.hits);
         hits.clear();
         self.grams.find(bytes, &mut hits);
         if self.always.is_empty() {
-            // Only the lines with an anchor. Line numbers are counted only for the lines that
-            // pass (from the last one counted).
-            let (mut counted_to, mut number) = (0usize, 0usize);
-            let mut i = 0usize;
-            while let Some(&(at, _)) = hits.get(i) {
+            // Only the lines with an anchor, from the last one back. A line's number is counted
+            // only when it passes: the first time from the start of the text, then back from
+            // the line numbered before it.
+            let mut numbered: Option<(usize, usize)> = None;
+            let mut next = hits.len();
+            while let Some(&(at, _)) = next.checked_sub(1).and_then(|j| hits.get(j)) {
                 let start = memchr::memrchr(b'\n', bytes.get(..at).unwrap_or(&[])).map_or(0, |k| k + 1);
                 let end = memchr::memchr(b'\n', bytes.get(at..).unwrap_or(&[])).map_or(bytes.len(), |k| at + k);
-                let next = hits_before(&hits, i, end);
-                let on_line = hits.get(i..next).unwrap_or(&[]);
+                let first = hits_from(&hits, next, start);
+                let on_line = hits.get(first..next).unwrap_or(&[]);
                 if let Some(line) = line_at(text, start, end)
-                    && self.check_line(base + end, line.as_bytes(), on_line, &mut scratch)
+                    && self.check_line(base, base + end, line.as_bytes(), on_line, &mut scratch)
                 {
-                    number += memchr::memchr_iter(b'\n', bytes.get(counted_to..start).unwrap_or(&[])).count();
-                    counted_to = start;
-                    visit(number, line, &scratch.passing, LineHits { start, hits: on_line });
+                    let number = match numbered {
+                        None => newlines(bytes, 0, start),
+                        Some((from, number)) => number - newlines(bytes, start, from),
+                    };
+                    numbered = Some((start, number));
+                    let mut retired = Retired { stamps: &mut scratch.pattern_retired, scan: base };
+                    visit(number, line, &scratch.passing, LineHits { start, hits: on_line }, &mut retired);
                 }
-                i = next;
+                next = first;
             }
         } else {
-            let (mut i, mut start) = (0usize, 0usize);
-            let ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
-            for (number, end) in ends.enumerate() {
-                let next = hits_before(&hits, i, end);
-                let on_line = hits.get(i..next).unwrap_or(&[]);
+            let mut number = newlines(bytes, 0, bytes.len());
+            let mut end = bytes.len();
+            let mut next = hits.len();
+            loop {
+                let start = memchr::memrchr(b'\n', bytes.get(..end).unwrap_or(&[])).map_or(0, |k| k + 1);
+                let first = hits_from(&hits, next, start);
+                let on_line = hits.get(first..next).unwrap_or(&[]);
                 if let Some(line) = line_at(text, start, end)
-                    && self.check_line(base + end, line.as_bytes(), on_line, &mut scratch)
+                    && self.check_line(base, base + end, line.as_bytes(), on_line, &mut scratch)
                 {
-                    visit(number, line, &scratch.passing, LineHits { start, hits: on_line });
+                    let mut retired = Retired { stamps: &mut scratch.pattern_retired, scan: base };
+                    visit(number, line, &scratch.passing, LineHits { start, hits: on_line }, &mut retired);
                 }
-                i = next;
-                start = end + 1;
+                if start == 0 {
+                    break;
+                }
+                next = first;
+                end = start - 1;
+                number -= 1;
             }
         }
         scratch.hits = hits;
@@ -645,8 +670,16 @@ impl Prefilter {
 
     /// Which candidates of `line` (the owners of the anchors it has, its `hits`, and the
     /// `always` patterns) have their need met: left in `scratch.passing`, ascending; true when
-    /// there are some. `stamp` is unique to the line and not 0.
-    fn check_line(&self, stamp: usize, line: &[u8], hits: &[(usize, usize)], scratch: &mut Scratch) -> bool {
+    /// there are some. `stamp` is unique to the line and not 0; `scan` is the scan's first
+    /// stamp, which marks the patterns it retired.
+    fn check_line(
+        &self,
+        scan: usize,
+        stamp: usize,
+        line: &[u8],
+        hits: &[(usize, usize)],
+        scratch: &mut Scratch,
+    ) -> bool {
         scratch.candidates.clear();
         scratch.passing.clear();
         scratch.lowered = false;
@@ -655,15 +688,17 @@ impl Prefilter {
                 *seen = 2 * stamp + 1;
             }
             for &p in self.owners.get(lit).unwrap_or(&[]) {
-                if let Some(seen) = scratch.pattern_seen.get_mut(p)
+                if let (Some(seen), Some(&retired)) = (scratch.pattern_seen.get_mut(p), scratch.pattern_retired.get(p))
                     && *seen != stamp
+                    && retired != scan
                 {
                     *seen = stamp;
                     scratch.candidates.push(p);
                 }
             }
         }
-        scratch.candidates.extend_from_slice(&self.always);
+        let retired = &scratch.pattern_retired;
+        scratch.candidates.extend(self.always.iter().filter(|&&p| retired.get(p) != Some(&scan)));
         scratch.candidates.sort_unstable();
         let candidates = std::mem::take(&mut scratch.candidates);
         for &p in &candidates {
@@ -712,14 +747,43 @@ impl Prefilter {
     }
 }
 
-/// The end of the run of `hits` from `i` on that are before `end` (a line's few hits: a linear
-/// walk beats a binary search).
-fn hits_before(hits: &[(usize, usize)], i: usize, end: usize) -> usize {
-    let mut next = i;
-    while hits.get(next).is_some_and(|h| h.0 < end) {
-        next += 1;
+/// The start of the run of `hits` ending before `next` that are at `start` or after (a
+/// line's few hits: a linear walk beats a binary search).
+fn hits_from(hits: &[(usize, usize)], next: usize, start: usize) -> usize {
+    let mut first = next;
+    while first > 0 && hits.get(first - 1).is_some_and(|h| h.0 >= start) {
+        first -= 1;
     }
-    next
+    first
+}
+
+/// How many line ends `bytes[from..to]` holds.
+fn newlines(bytes: &[u8], from: usize, to: usize) -> usize {
+    bytes.get(from..to).map_or(0, |b| memchr::memchr_iter(b'\n', b).count())
+}
+
+/// Patterns a scan no longer looks for, from the line being visited back: their owner (an
+/// entry, an analyzer) already has all the lines it keeps. Given to the visitor of
+/// [`Prefilter::for_each_line`].
+pub(crate) struct Retired<'s> {
+    stamps: &'s mut Vec<usize>,
+    scan: usize,
+}
+
+impl<'s> Retired<'s> {
+    /// A visitor's argument that retires nothing (for a scan done another way, in the tests).
+    #[cfg(test)]
+    pub fn ignored(stamps: &'s mut Vec<usize>) -> Retired<'s> {
+        stamps.clear();
+        Retired { stamps, scan: 1 }
+    }
+
+    /// Retire `patterns` for the rest of the scan.
+    pub fn retire(&mut self, patterns: std::ops::Range<usize>) {
+        for stamp in self.stamps.get_mut(patterns).into_iter().flatten() {
+            *stamp = self.scan;
+        }
+    }
 }
 
 /// The line from `start` to `end` without its `\r`, if not empty.
@@ -778,7 +842,7 @@ mod tests {
         assert!(l.iter().all(|l| !l.bytes().any(|b| b.is_ascii_uppercase())), "{l:?}");
         let pf = build(&[need(r"\bERROR in diagonalization P[SDCZ]HEEVX\b")]);
         let mut lines = Vec::new();
-        pf.for_each_line("ok\nERROR in diagonalization PZHEEVX\n", |n, _, _, _| lines.push(n));
+        pf.for_each_line("ok\nERROR in diagonalization PZHEEVX\n", |n, _, _, _, _| lines.push(n));
         assert_eq!(lines, vec![1], "the line the pattern matches is a candidate");
     }
 
@@ -822,7 +886,8 @@ mod tests {
         assert_eq!(l, vec![r"\bcode=403\b".to_string(), r"\bforbidden\b".into()]);
         let pf = build(&[need(r"(?i)\b403\b.{0,3}\bForbidden\b|\bcode=403\b")]);
         let mut lines = Vec::new();
-        pf.for_each_line("Forbidden\n403 Forbidden\nCODE=403\ncode=40\nForbiddenX 403", |n, _, _, _| lines.push(n));
+        pf.for_each_line("Forbidden\n403 Forbidden\nCODE=403\ncode=40\nForbiddenX 403", |n, _, _, _, _| lines.push(n));
+        lines.reverse();
         assert_eq!(lines, vec![1, 2], "each branch's needs, not the anchors alone, with their word boundaries");
     }
 
@@ -912,7 +977,8 @@ mod tests {
         let b = build(&[Need::All(vec![any(&["nan"]), any(&["qqqq"])]), any(&["abcd"])]);
         let lines = |pf: &Prefilter, text: &str| {
             let mut out = Vec::new();
-            pf.for_each_line(text, |n, _, ps, _| out.push((n, ps.to_vec())));
+            pf.for_each_line(text, |n, _, ps, _, _| out.push((n, ps.to_vec())));
+            out.reverse();
             out
         };
         let text = "abcd nan\nxyz\nqqqq\nabcd";
@@ -942,7 +1008,8 @@ mod tests {
         let pf = build(&needs);
         let text = "..ABC..xyz\n\nxyz NaN\r\nabcd\nwww qqq\nwww\nplain";
         let mut lines = Vec::new();
-        pf.for_each_line(text, |n, line, ps, _| lines.push((n, line.to_string(), ps.to_vec())));
+        pf.for_each_line(text, |n, line, ps, _, _| lines.push((n, line.to_string(), ps.to_vec())));
+        lines.reverse();
         assert_eq!(
             lines,
             vec![
@@ -956,7 +1023,7 @@ mod tests {
         );
         let pf = build(&needs[2..]);
         let mut lines = Vec::new();
-        pf.for_each_line(text, |n, _, ps, _| lines.push((n, ps.to_vec())));
-        assert_eq!(lines, vec![(2, vec![0]), (4, vec![1])]);
+        pf.for_each_line(text, |n, _, ps, _, _| lines.push((n, ps.to_vec())));
+        assert_eq!(lines, vec![(4, vec![1]), (2, vec![0])], "last line first");
     }
 }

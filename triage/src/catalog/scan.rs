@@ -26,7 +26,7 @@ use super::analyzers::{self, Input, MAX_WOKEN_LINES};
 use super::ansi::strip_ansi;
 use super::entry::Entry;
 use super::hints::{HintMatch, Hints, ScanContext, excerpt};
-use super::prefilter::{self, Prefilter};
+use super::prefilter::{self, Prefilter, Retired};
 use super::verdict::{Basis, Candidate, contrary, decide};
 
 /// Compiled size allowed for one pattern.
@@ -121,6 +121,9 @@ pub(crate) struct Matcher {
     first_outcome: Vec<usize>,
     /// (entry index, pattern index) of the entry patterns that match an empty line.
     matching_empty: Vec<(usize, usize)>,
+    /// Per entry, then per analyzer, the range of its patterns in `patterns`.
+    entry_patterns: Vec<std::ops::Range<usize>>,
+    analyzer_patterns: Vec<std::ops::Range<usize>>,
     /// The plain way's `RegexSet`, for the tests (built on first use).
     #[cfg(test)]
     plain: OnceLock<regex::bytes::RegexSet>,
@@ -140,15 +143,21 @@ impl Matcher {
     /// per analyzer, where its outcomes start in `entries`.
     pub fn build(entries: &[Entry], first_outcome: Vec<usize>) -> Result<Matcher, BuildError> {
         let mut patterns = Vec::new();
+        let mut entry_patterns = Vec::with_capacity(entries.len());
         for (e, entry) in entries.iter().enumerate() {
+            let start = patterns.len();
             for (p, pattern) in entry.patterns.iter().enumerate() {
                 patterns.push((pattern.clone(), Owner::Entry(e, p)));
             }
+            entry_patterns.push(start..patterns.len());
         }
+        let mut analyzer_patterns = Vec::with_capacity(analyzers::ALL.len());
         for (a, analyzer) in analyzers::ALL.iter().enumerate() {
+            let start = patterns.len();
             for trigger in analyzer.triggers() {
                 patterns.push((trigger.to_string(), Owner::Analyzer(a)));
             }
+            analyzer_patterns.push(start..patterns.len());
         }
         let mut needs = Vec::with_capacity(patterns.len());
         let mut starts_at_anchor = Vec::with_capacity(patterns.len());
@@ -180,6 +189,8 @@ impl Matcher {
             prefilter,
             first_outcome,
             matching_empty,
+            entry_patterns,
+            analyzer_patterns,
             #[cfg(test)]
             plain: OnceLock::new(),
         })
@@ -202,14 +213,20 @@ impl Matcher {
             .collect()
     }
 
-    /// Calls `visit(number, line, patterns)` for each non-empty line of `text` that matches
-    /// anything, with its 0-based number and the indices of the patterns it matches, ascending:
-    /// the prefilter's candidates, each checked by its own regex.
-    pub(crate) fn for_each_line_match<'t>(&self, text: &'t str, mut visit: impl FnMut(usize, &'t str, &[usize])) {
+    /// Calls `visit(number, line, patterns, retired)` for each non-empty line of `text` that
+    /// matches anything, last line first, with its 0-based number and the indices of the
+    /// patterns it matches, ascending: the prefilter's candidates, each checked by its own
+    /// regex. Patterns that `visit` retires ([`Matcher::retire_entry`]) are not tried on the
+    /// lines before.
+    pub(crate) fn for_each_line_match<'t>(
+        &self,
+        text: &'t str,
+        mut visit: impl FnMut(usize, &'t str, &[usize], &mut Retired<'_>),
+    ) {
         // One buffer for every line's matches (a vector per matching line was a few percent
         // of a large tail's scan).
         let mut matched = Vec::new();
-        self.prefilter.for_each_line(text, |number, line, candidates, hits| {
+        self.prefilter.for_each_line(text, |number, line, candidates, hits, retired| {
             matched.clear();
             for &p in candidates {
                 let Some(pattern) = self.patterns.get(p) else { continue };
@@ -222,16 +239,27 @@ impl Matcher {
                 }
             }
             if !matched.is_empty() {
-                visit(number, line, &matched);
+                visit(number, line, &matched, retired);
             }
         });
+    }
+
+    /// Stop looking for entry `e`'s patterns in this scan.
+    fn retire_entry(&self, e: usize, retired: &mut Retired<'_>) {
+        retired.retire(self.entry_patterns.get(e).cloned().unwrap_or_default());
+    }
+
+    /// Stop looking for analyzer `a`'s triggers in this scan.
+    fn retire_analyzer(&self, a: usize, retired: &mut Retired<'_>) {
+        retired.retire(self.analyzer_patterns.get(a).cloned().unwrap_or_default());
     }
 
     /// [`Matcher::for_each_line_match`] as a list, for the tests.
     #[cfg(test)]
     pub(crate) fn line_matches<'t>(&self, text: &'t str) -> Vec<(usize, &'t str, Vec<usize>)> {
         let mut out = Vec::new();
-        self.for_each_line_match(text, |number, line, matched| out.push((number, line, matched.to_vec())));
+        self.for_each_line_match(text, |number, line, matched, _| out.push((number, line, matched.to_vec())));
+        out.reverse();
         out
     }
 
@@ -260,7 +288,7 @@ impl Matcher {
 }
 
 /// `visit`, typed as taking lines of `text` (a closure's own parameters could not say so).
-fn lines_of<'t, F: FnMut(usize, &'t str, &[usize])>(_text: &'t str, visit: F) -> F {
+fn lines_of<'t, F: FnMut(usize, &'t str, &[usize], &mut Retired<'_>)>(_text: &'t str, visit: F) -> F {
     visit
 }
 
@@ -292,24 +320,27 @@ pub(crate) fn scan(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &ScanC
 pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &ScanContext, how: Matching) -> Hints {
     let stripped = strip_ansi(text);
     let text: &str = &stripped;
-    // Per entry, its last few matching lines (1-based number, text).
+    // Per entry, its last few matching lines (1-based number, text), and per analyzer, the
+    // (0-based) last lines that woke it: both collected last line first (the lines come that
+    // way) and turned around after. An entry or analyzer with all the lines it keeps is
+    // retired, so the earlier lines are not matched against it.
     let mut hits: Vec<Vec<(usize, &str)>> = vec![Vec::new(); entries.len()];
-    // Per analyzer, the (0-based) lines that woke it.
     let mut woken: Vec<Vec<usize>> = vec![Vec::new(); matcher.first_outcome.len()];
     let mut seen_on_line: Vec<usize> = Vec::new();
-    let mut on_line = lines_of(text, |i, line, matched| {
+    let mut on_line = lines_of(text, |i, line, matched, retired| {
         seen_on_line.clear();
         for &p in matched {
             let e = match matcher.patterns.get(p).map(|p| p.owner) {
                 Some(Owner::Entry(e, _)) => e,
                 Some(Owner::Analyzer(a)) => {
                     if let Some(w) = woken.get_mut(a)
+                        && w.len() < MAX_WOKEN_LINES
                         && w.last() != Some(&i)
                     {
-                        if w.len() == MAX_WOKEN_LINES {
-                            w.remove(0);
-                        }
                         w.push(i);
+                        if w.len() == MAX_WOKEN_LINES {
+                            matcher.retire_analyzer(a, retired);
+                        }
                     }
                     continue;
                 }
@@ -319,11 +350,13 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
                 continue;
             }
             seen_on_line.push(e);
-            if let Some(h) = hits.get_mut(e) {
-                if h.len() == Hints::MAX_LINES_PER_ENTRY {
-                    h.remove(0);
-                }
+            if let Some(h) = hits.get_mut(e)
+                && h.len() < Hints::MAX_LINES_PER_ENTRY
+            {
                 h.push((i + 1, line));
+                if h.len() == Hints::MAX_LINES_PER_ENTRY {
+                    matcher.retire_entry(e, retired);
+                }
             }
         }
     });
@@ -331,11 +364,14 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
         Matching::Prefiltered => matcher.for_each_line_match(text, &mut on_line),
         #[cfg(test)]
         Matching::Plain => {
-            for (i, line, matched) in matcher.line_matches_plain(text) {
-                on_line(i, line, &matched);
+            let mut unused = Vec::new();
+            for (i, line, matched) in matcher.line_matches_plain(text).into_iter().rev() {
+                on_line(i, line, &matched, &mut Retired::ignored(&mut unused));
             }
         }
     }
+    hits.iter_mut().for_each(|h| h.reverse());
+    woken.iter_mut().for_each(|w| w.reverse());
 
     let mut candidates = Vec::new();
     // What each candidate would report; made into `HintMatch`es (strings) only for the few

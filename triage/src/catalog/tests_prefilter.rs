@@ -66,3 +66,35 @@ fn prefiltered_scan_matches_the_plain_scan_on_every_corpus_file() {
     }
     assert!(lines_matched > 1000, "{lines_matched}");
 }
+
+#[test]
+fn a_long_repetitive_tail_scans_as_the_plain_scan_with_the_last_lines_kept() {
+    // The prefiltered scan goes from the last line back and stops trying an entry (or an
+    // analyzer) once it has the lines it keeps; the plain scan tries every line. Here an entry
+    // and an analyzer match far more lines than are kept.
+    let c = Catalog::builtin();
+    let m = &c.inner.matcher;
+    let mut text = String::from("ZeroDivisionError: division by zero\n");
+    for i in 0..300 {
+        text.push_str(&format!("WARN Connection reset by peer ({i})\n"));
+        if i % 3 == 0 {
+            text.push_str(&format!(
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {}.00 GiB (GPU 0; 79.15 GiB total capacity; 70.02 GiB already allocated)\n",
+                i + 100
+            ));
+        }
+    }
+    let ctx = ScanContext::exit_code(1);
+    let fast = c.scan(&text, &ctx);
+    assert_eq!(fast, scan::scan_with(c.entries(), m, &text, &ctx, scan::Matching::Plain));
+    let resets: Vec<usize> = fast.matches.iter().filter(|h| h.id == "connection-dropped").map(|h| h.line).collect();
+    let last_lines: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains("Connection reset"))
+        .map(|(i, _)| i + 1)
+        .collect::<Vec<_>>()
+        .split_off(300 - Hints::MAX_LINES_PER_ENTRY);
+    assert_eq!(resets, last_lines, "the entry's last lines, in order");
+    assert!(fast.matches.iter().any(|h| h.id.starts_with("cuda-oom")), "{:?}", fast.matches);
+}
