@@ -300,9 +300,23 @@ pub(crate) struct Analysis {
     /// The pattern may match an empty line (only such patterns need compiling at load to
     /// check that they do not).
     pub may_match_empty: bool,
-    /// Every match starts where one of the need's anchors occurs: the scan then runs the
-    /// regex anchored at those places only, not across the whole line.
-    pub starts_at_anchor: bool,
+    /// Where a match is, measured against the need's anchors.
+    pub anchoring: Anchoring,
+}
+
+/// Where a pattern's matches are, measured against its anchors (the literals the prefilter
+/// searches for).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Anchoring {
+    /// Anywhere on a line that meets the need: the regex runs over the line.
+    Anywhere,
+    /// Every match starts where one of the anchors occurs: the regex runs anchored at those
+    /// places only, not across the whole line.
+    AtAnchor,
+    /// A match is an occurrence of an anchor and nothing more (the pattern is a set of
+    /// literals, ASCII case ignored, with word boundaries only at their ends): a found anchor
+    /// is a match, and no regex runs.
+    IsAnchor,
 }
 
 /// Parse `pattern` as the scan compiles it (bytes, Unicode off) and find what it needs.
@@ -310,9 +324,41 @@ pub(crate) fn analyze(pattern: &str) -> Result<Analysis, String> {
     let hir = ParserBuilder::new().unicode(false).utf8(false).build().parse(pattern).map_err(|e| e.to_string())?;
     let may_match_empty = hir.properties().minimum_len().is_none_or(|n| n == 0);
     let folded = fold_ascii_case(&hir);
-    let need = need_of(word_edges::mark(&folded).as_ref().unwrap_or(&folded));
-    let starts_at_anchor = need.anchors().is_some_and(|anchors| starts_with_one_of(&folded, &anchors));
-    Ok(Analysis { need, may_match_empty, starts_at_anchor })
+    let marked = word_edges::mark(&folded);
+    let marked = marked.as_ref().unwrap_or(&folded);
+    let need = need_of(marked);
+    let anchors = need.anchors();
+    let anchoring = match anchors {
+        Some(anchors) if is_literal_set(&hir, marked, &anchors) => Anchoring::IsAnchor,
+        Some(anchors) if starts_with_one_of(&folded, &anchors) => Anchoring::AtAnchor,
+        _ => Anchoring::Anywhere,
+    };
+    Ok(Analysis { need, may_match_empty, anchoring })
+}
+
+/// Whether every occurrence of one of `anchors` is a match of the pattern `hir`, whose
+/// case-folded form with its `\b` marked is `marked`: the pattern ignores ASCII case
+/// throughout and has no look-around but `\b`, and `marked` matches exactly a finite set of
+/// strings holding each anchor (with its marks, so the anchor search checks each boundary).
+fn is_literal_set(hir: &Hir, marked: &Hir, anchors: &[Vec<u8>]) -> bool {
+    let case_free = !hir_walk::any_leaf(hir, &|leaf| match leaf.kind() {
+        HirKind::Literal(lit) => lit.0.iter().any(u8::is_ascii_alphabetic),
+        HirKind::Class(Class::Bytes(class)) => class.ranges().iter().any(|r| {
+            (r.start()..=r.end()).any(|b| {
+                b.is_ascii_alphabetic() && !class.ranges().iter().any(|o| (o.start()..=o.end()).contains(&(b ^ 0x20)))
+            })
+        }),
+        HirKind::Class(Class::Unicode(_)) => true,
+        HirKind::Look(look) => *look != regex_syntax::hir::Look::WordAscii,
+        HirKind::Empty => false,
+        _ => true,
+    });
+    if !case_free {
+        return false;
+    }
+    let seq = Extractor::new().kind(ExtractKind::Prefix).extract(marked);
+    let Some(exact) = seq.literals().filter(|_| seq.is_exact()) else { return false };
+    anchors.iter().all(|a| exact.iter().any(|e| e.as_bytes() == a.as_slice()))
 }
 
 /// Whether every match of `hir` (case-folded) starts with one of `anchors`: the extractor's
@@ -479,8 +525,8 @@ pub(crate) struct Prefilter {
     conds: Vec<Cond>,
     /// Patterns that need nothing: candidates on every line.
     always: Vec<usize>,
-    /// Per pattern, whether every match starts at one of its anchors ([`Analysis`]).
-    starts_at_anchor: Vec<bool>,
+    /// Per pattern, where its matches are against its anchors ([`Analysis`]).
+    anchoring: Vec<Anchoring>,
 }
 
 /// The anchors found on one line, as (offset in the line, literal index), by offset.
@@ -524,7 +570,7 @@ thread_local! {
 
 impl Prefilter {
     /// From each pattern's need.
-    pub fn build(needs: &[Need], starts_at_anchor: Vec<bool>) -> Prefilter {
+    pub fn build(needs: &[Need], anchoring: Vec<Anchoring>) -> Prefilter {
         let mut literals: Vec<Vec<u8>> = Vec::new();
         let mut index: std::collections::HashMap<Vec<u8>, usize> = std::collections::HashMap::new();
         let mut intern = |lit: &[u8]| -> usize {
@@ -564,14 +610,14 @@ impl Prefilter {
         let finders = (anchors..literals.len()).map(|_| OnceLock::new()).collect();
         let literals = Packed::new(&literals);
         let owners = Packed::new(&owners);
-        Prefilter { grams, literals, anchors, finders, owners, conds, always, starts_at_anchor }
+        Prefilter { grams, literals, anchors, finders, owners, conds, always, anchoring }
     }
 
     /// Where on its line a match of pattern `p` (one of the line's passing patterns) can
     /// start, as offsets into the line, ascending, when every match of it starts at one of its
     /// anchors; `None` when it may start anywhere.
     pub fn starts<'a>(&'a self, p: usize, line: LineHits<'a>) -> Option<impl Iterator<Item = usize> + 'a> {
-        if !self.starts_at_anchor.get(p).copied().unwrap_or(false) {
+        if !matches!(self.anchoring.get(p), Some(Anchoring::AtAnchor | Anchoring::IsAnchor)) {
             return None;
         }
         let mut last = None;
@@ -580,6 +626,12 @@ impl Prefilter {
             let owned = self.owners.get(lit).is_some_and(|o| o.binary_search(&p).is_ok());
             (owned && last.replace(offset) != Some(offset)).then_some(offset)
         }))
+    }
+
+    /// Whether a candidate `p` (one of its anchors is on the line) matches by that alone
+    /// ([`Anchoring::IsAnchor`]).
+    pub fn is_anchor(&self, p: usize) -> bool {
+        self.anchoring.get(p) == Some(&Anchoring::IsAnchor)
     }
 
     /// Calls `visit(number, line, patterns, hits, retired)` for every non-empty line (0-based
@@ -702,7 +754,7 @@ impl Prefilter {
         scratch.candidates.sort_unstable();
         let candidates = std::mem::take(&mut scratch.candidates);
         for &p in &candidates {
-            if self.conds.get(p).is_some_and(|c| self.holds(c, stamp, line, scratch)) {
+            if self.is_anchor(p) || self.conds.get(p).is_some_and(|c| self.holds(c, stamp, line, scratch)) {
                 scratch.passing.push(p);
             }
         }
@@ -812,7 +864,7 @@ mod tests {
     use super::*;
 
     fn build(needs: &[Need]) -> Prefilter {
-        Prefilter::build(needs, vec![false; needs.len()])
+        Prefilter::build(needs, vec![Anchoring::Anywhere; needs.len()])
     }
 
     fn need(p: &str) -> Need {
@@ -909,6 +961,10 @@ mod tests {
             }
         }
         eprintln!("{} patterns without literals: {without:#?}", without.len());
+        let all: Vec<&String> = c.entries().iter().flat_map(|e| &e.patterns).collect();
+        let literal_sets = all.iter().filter(|p| analyze(p).unwrap().anchoring == Anchoring::IsAnchor).count();
+        eprintln!("{literal_sets} of {} patterns are literal sets", all.len());
+        assert!(literal_sets * 10 > all.len(), "the catalog's plain phrases should run no regex");
         assert!(without.len() * 10 < c.entries().len(), "most patterns should have literals: {without:#?}");
     }
 
@@ -962,11 +1018,26 @@ mod tests {
 
     #[test]
     fn patterns_that_begin_with_their_anchors_run_anchored() {
-        let starts = |p: &str| analyze(p).unwrap().starts_at_anchor;
+        let starts = |p: &str| analyze(p).unwrap().anchoring != Anchoring::Anywhere;
         assert!(starts(r"(?i)\bNo such file or directory\b|\bENOENT\b"), "each branch begins with its anchor");
         assert!(starts(r"^Killed process \d+"), "a leading `^` is checked in place");
         assert!(!starts(r"(?i)\bstatus[:=]\s*50[0234]\b"), "anchored on the number, after `status`");
         assert!(!starts(r"(?i)\w+Error: out of memory"), "a match may begin before the anchor");
+    }
+
+    #[test]
+    fn literal_sets_match_by_their_anchors_alone() {
+        let anchoring = |p: &str| analyze(p).unwrap().anchoring;
+        assert_eq!(anchoring(r"(?i)\bconnection reset by peer\b"), Anchoring::IsAnchor);
+        assert_eq!(anchoring(r"(?i)(?:broken pipe|connection reset by peer)"), Anchoring::IsAnchor);
+        assert_eq!(anchoring(r"(?i)\bHTTP 50[234]\b"), Anchoring::IsAnchor, "a small class is spelled out");
+        // Not: case matters, a look-around other than `\b`, a repetition, a `\b` inside, an
+        // anchor that is a piece of the match.
+        assert_ne!(anchoring(r"Connection reset by peer"), Anchoring::IsAnchor);
+        assert_ne!(anchoring(r"(?i)^connection reset"), Anchoring::IsAnchor);
+        assert_ne!(anchoring(r"(?i)connection reset \d+"), Anchoring::IsAnchor);
+        assert_ne!(anchoring(r"(?i)reset\b by peer"), Anchoring::IsAnchor);
+        assert_ne!(anchoring(r"(?i)connection (?:re)?set by peer"), Anchoring::IsAnchor);
     }
 
     #[test]

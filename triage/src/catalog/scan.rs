@@ -160,7 +160,7 @@ impl Matcher {
             analyzer_patterns.push(start..patterns.len());
         }
         let mut needs = Vec::with_capacity(patterns.len());
-        let mut starts_at_anchor = Vec::with_capacity(patterns.len());
+        let mut anchoring = Vec::with_capacity(patterns.len());
         let mut matching_empty = Vec::new();
         let mut built = Vec::with_capacity(patterns.len());
         for (text, owner) in patterns {
@@ -180,10 +180,10 @@ impl Matcher {
                 let _ = compiled.set(Some(re));
             }
             needs.push(analysis.need);
-            starts_at_anchor.push(analysis.starts_at_anchor);
+            anchoring.push(analysis.anchoring);
             built.push(Pattern { text, owner, compiled });
         }
-        let prefilter = Prefilter::build(&needs, starts_at_anchor);
+        let prefilter = Prefilter::build(&needs, anchoring);
         Ok(Matcher {
             patterns: built,
             prefilter,
@@ -230,10 +230,11 @@ impl Matcher {
             matched.clear();
             for &p in candidates {
                 let Some(pattern) = self.patterns.get(p) else { continue };
-                let found = match self.prefilter.starts(p, hits) {
-                    Some(starts) => pattern.is_match_at(line.as_bytes(), starts),
-                    None => pattern.is_match(line.as_bytes()),
-                };
+                let found = self.prefilter.is_anchor(p)
+                    || match self.prefilter.starts(p, hits) {
+                        Some(starts) => pattern.is_match_at(line.as_bytes(), starts),
+                        None => pattern.is_match(line.as_bytes()),
+                    };
                 if found {
                     matched.push(p);
                 }
