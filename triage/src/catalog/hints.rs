@@ -108,6 +108,10 @@ impl Hints {
 /// Trim a line and cut it to [`Hints::MAX_TEXT_CHARS`] characters (marking the cut).
 pub(crate) fn excerpt(line: &str) -> String {
     let t = line.trim();
+    if t.len() <= Hints::MAX_TEXT_CHARS {
+        // No more characters than bytes: nothing to cut, and no need to count them.
+        return t.to_string();
+    }
     match t.char_indices().nth(Hints::MAX_TEXT_CHARS) {
         None => t.to_string(),
         Some((cut, _)) => format!("{}…", &t[..cut]),
