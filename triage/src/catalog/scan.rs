@@ -1,10 +1,13 @@
 //! Matching: every pattern of every entry (and every analyzer trigger) is tried on each line
 //! of the ANSI-stripped text, on the line's bytes with Unicode off (ASCII `\w`, `\b`, `(?i)`).
 //!
-//! How, fast: the literal prefilter (`prefilter.rs`) makes one Aho-Corasick pass over the
-//! whole text and names the (line, pattern) pairs where the pattern's required literal occurs
-//! (plus the few patterns without one, on every line); only those pairs run the pattern's own
-//! regex, compiled on first use (a process that scans little compiles little). The result is
+//! How, fast: the literal prefilter (`prefilter.rs`) makes one pass over the whole text for
+//! the patterns' anchor literals (`grams.rs`) and names the (line, pattern) pairs where the
+//! pattern's required literals occur (plus the few patterns without one, on every line); only
+//! those pairs run the pattern's own regex, compiled on first use (a process that scans little
+//! compiles little), and a pattern that is just a set of literals runs none. Lines come last
+//! to first, and an entry that has the last lines the scan keeps for it is not tried on the
+//! lines before. The result is
 //! exactly what one `RegexSet` of all the patterns gives line by line, which is what the scan
 //! did before: `line_matches_plain` keeps that way for the test that compares the two on
 //! every corpus file. A set of a few hundred patterns thrashed its lazy DFA (45 to 130
