@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -20,11 +21,11 @@ use crate::model::{EntryClass, SchedulerState, Strategy, SuggestedAction};
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Entry {
     /// Unique id, e.g. `dns-temporary-failure`.
-    pub id: String,
+    pub id: Arc<str>,
     /// How the entry classes what it matches; `context` never decides a verdict on its own.
     pub class: EntryClass,
     /// Short cause name, e.g. `network`, `oom`, `missing_dependency`.
-    pub category: String,
+    pub category: Arc<str>,
     /// Regexes, tried on each line of the (ANSI-stripped) stderr tail.
     pub patterns: Vec<String>,
     /// Exit codes that confirm the entry (or, without patterns, match on their own).
@@ -231,9 +232,9 @@ impl Patch {
         let category = self.category.filter(|c| !c.is_empty());
         let hint = self.hint.filter(|h| !h.is_empty());
         Ok(Entry {
-            id: origin.id.clone(),
+            id: origin.id.as_str().into(),
             class: self.class.ok_or_else(|| origin.missing("class"))?,
-            category: category.ok_or_else(|| origin.missing("category"))?,
+            category: category.ok_or_else(|| origin.missing("category"))?.into(),
             patterns,
             exit_codes,
             scheduler_states,

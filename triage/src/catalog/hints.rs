@@ -5,6 +5,8 @@
 //! `class`, `category`, `line`, `text`), extended with `strategy`, `hint` and `evidence` (the
 //! match that decided). Consumers must ignore fields they do not know.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -44,12 +46,14 @@ impl ScanContext {
 /// One catalog entry that matched.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct HintMatch {
-    /// The entry's id.
-    pub id: String,
+    /// The entry's id (shared with the entry, as is the category: a scan lists up to
+    /// [`Hints::MAX_MATCHES`] matches, and copying two strings for each was a few per cent of
+    /// a short tail's scan).
+    pub id: Arc<str>,
     /// The entry's class (`context` entries inform, they do not decide).
     pub class: EntryClass,
     /// The entry's category.
-    pub category: String,
+    pub category: Arc<str>,
     /// 1-based line of the text that matched; 0 for a match on exit code or scheduler state
     /// alone.
     pub line: usize,

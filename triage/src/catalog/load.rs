@@ -172,7 +172,7 @@ impl Merger {
         for (entry, slot) in entries.iter_mut().zip(&slots).filter(|(_, s)| s.check) {
             if slot.builtin && (!slot.sets_examples || !slot.sets_counter_examples) {
                 let map = builtin.get_or_insert_with(builtin_examples);
-                if let Some((examples, counter)) = map.get(&entry.id) {
+                if let Some((examples, counter)) = map.get(&*entry.id) {
                     if !slot.sets_examples {
                         entry.examples.clone_from(examples);
                     }
@@ -292,7 +292,7 @@ fn check_examples(entry: &Entry, origin: &Origin, patterns_origin: &Origin) -> R
             return Err(CatalogError::ExampleNotMatched {
                 file: origin.file.clone(),
                 line: origin.line,
-                id: entry.id.clone(),
+                id: entry.id.to_string(),
                 example: example.clone(),
             });
         }
@@ -302,7 +302,7 @@ fn check_examples(entry: &Entry, origin: &Origin, patterns_origin: &Origin) -> R
             return Err(CatalogError::CounterExampleMatched {
                 file: origin.file.clone(),
                 line: origin.line,
-                id: entry.id.clone(),
+                id: entry.id.to_string(),
                 example: example.clone(),
                 pattern: re.as_str().to_string(),
             });

@@ -176,7 +176,7 @@ impl Catalog {
 
     /// The entry with this id.
     pub fn entry(&self, id: &str) -> Option<&Entry> {
-        self.inner.entries.iter().find(|e| e.id == id)
+        self.inner.entries.iter().find(|e| &*e.id == id)
     }
 
     /// What the catalog says about a stderr tail (already decoded) and its context.

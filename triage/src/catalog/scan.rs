@@ -439,7 +439,7 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
     {
         return Hints {
             verdict: crate::model::Verdict::Unknown,
-            category: Some(entry.category.clone()),
+            category: Some(entry.category.to_string()),
             action: Some(crate::model::SuggestedAction::Escalate),
             strategy: Some(crate::model::Strategy::Escalate),
             hint: Some(format!(
@@ -460,7 +460,7 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
     }
     Hints {
         verdict: entry.class.verdict(),
-        category: Some(entry.category.clone()),
+        category: Some(entry.category.to_string()),
         action: Some(entry.action),
         strategy: Some(entry.strategy),
         hint: Some(entry.hint.clone()),

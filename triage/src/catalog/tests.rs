@@ -30,7 +30,7 @@ fn every_builtin_example_and_pattern_checks_out() {
     let mut problems = Vec::new();
     for (i, e) in c.entries().iter().enumerate() {
         assert!(e.examples.is_empty() && e.counter_examples.is_empty(), "{}: examples are not kept in memory", e.id);
-        let (examples, counter_examples) = builtin.get(&e.id).unwrap_or(&none);
+        let (examples, counter_examples) = builtin.get(&*e.id).unwrap_or(&none);
         if !e.patterns.is_empty() && examples.is_empty() {
             problems.push(format!("{}: no examples", e.id));
         }
@@ -63,7 +63,7 @@ fn ids_are_unique_and_hints_are_sentences() {
     let c = Catalog::builtin();
     let mut ids = std::collections::HashSet::new();
     for e in c.entries() {
-        assert!(ids.insert(e.id.as_str()), "duplicate {}", e.id);
+        assert!(ids.insert(&*e.id), "duplicate {}", e.id);
         assert!(e.hint.ends_with('.') && e.hint.len() > 40, "{}: {}", e.id, e.hint);
         let decisive = matches!(e.class, EntryClass::Transient | EntryClass::Permanent);
         if e.class == EntryClass::Permanent {
@@ -171,11 +171,11 @@ fn a_confirmed_match_beats_a_later_text_only_one() {
     let text = "x: command not found\nTraceback...\nKeyError: 'a'\nConnection reset by peer\n";
     // Without context, the connection reset is last but low priority; KeyError decides.
     let h = c.scan(text, &ScanContext::default());
-    assert_eq!(h.evidence.as_ref().map(|m| m.id.as_str()), Some("python-lookup-error"));
+    assert_eq!(h.evidence.as_ref().map(|m| &*m.id), Some("python-lookup-error"));
     // Exit 127 confirms "command not found", which now decides even though it is first.
     let h = c.scan(text, &ScanContext::exit_code(127));
     let ev = h.evidence.expect("evidence");
-    assert_eq!(ev.id, "command-not-found");
+    assert_eq!(&*ev.id, "command-not-found");
     assert_eq!(ev.line, 1);
     assert_eq!(ev.confirmed_by.as_deref(), Some("exit code 127"));
 }
@@ -234,8 +234,8 @@ fn a_context_entry_takes_its_line_from_a_generic_one() {
     // "CUDA out of memory" also says "out of memory" (generic host OOM, transient, -5).
     let h = scan("torch.cuda.OutOfMemoryError: CUDA out of memory.");
     assert_eq!(h.verdict, Verdict::Unknown);
-    assert_eq!(h.evidence.map(|m| m.id), Some("cuda-out-of-memory".to_string()));
-    assert!(h.matches.iter().any(|m| m.id == "out-of-memory-generic"));
+    assert_eq!(h.evidence.map(|m| m.id.to_string()), Some("cuda-out-of-memory".to_string()));
+    assert!(h.matches.iter().any(|m| &*m.id == "out-of-memory-generic"));
 }
 
 #[test]
@@ -274,10 +274,10 @@ fn matches_are_capped_but_keep_the_deciding_one() {
     let h = scan(&text);
     assert!(h.matches.len() <= Hints::MAX_MATCHES);
     let ev = h.evidence.clone().expect("evidence");
-    assert_eq!(ev.id, "python-arithmetic-error");
+    assert_eq!(&*ev.id, "python-arithmetic-error");
     assert!(h.matches.contains(&ev));
     // Per entry only its last lines are listed.
-    let resets = h.matches.iter().filter(|m| m.id == "connection-dropped").count();
+    let resets = h.matches.iter().filter(|m| &*m.id == "connection-dropped").count();
     assert!(resets <= Hints::MAX_LINES_PER_ENTRY);
     assert_eq!(h.matches.last().map(|m| m.line), Some(501));
 }
@@ -326,7 +326,7 @@ fn context_from_an_attempt_uses_the_signal_convention() {
     // A kill with memory evidence (here the scheduler's OUT_OF_MEMORY): the sigkill analyzer.
     let h = Catalog::builtin().scan("Killed\n", &ctx);
     let ev = h.evidence.expect("evidence");
-    assert_eq!(ev.id, "sigkill/memory");
+    assert_eq!(&*ev.id, "sigkill/memory");
     assert_eq!(ev.confirmed_by.as_deref(), Some("exit code 137"));
 
     let b: crate::model::Attempt =

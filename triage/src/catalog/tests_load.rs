@@ -63,7 +63,7 @@ fn a_user_file_adds_overrides_and_disables_entries() {
     // Added, then changed by the second file (fields it did not set stay).
     let e = c.entry("my-flaky-service").expect("added");
     assert_eq!(e.class, EntryClass::Permanent);
-    assert_eq!(e.category, "network");
+    assert_eq!(&*e.category, "network");
     assert_eq!(e.source, b.display().to_string());
     let h = c.scan("ERROR: flaky service said no", &ScanContext::default());
     assert_eq!(h.verdict, Verdict::Permanent);
@@ -87,7 +87,7 @@ fn a_disabled_entry_can_be_defined_again() {
     let a = write(&dir, "a.toml", "version = \"1\"\n[[entry]]\nid = \"text-file-busy\"\ndisabled = true\n");
     let b = write(&dir, "b.toml", &format!("version = \"2\"\n{}", ENTRY.replace("my-flaky-service", "text-file-busy")));
     let c = Catalog::load(&[a, b]).expect("load");
-    assert_eq!(c.entry("text-file-busy").map(|e| e.category.as_str()), Some("network"));
+    assert_eq!(c.entry("text-file-busy").map(|e| &*e.category), Some("network"));
 }
 
 #[test]

@@ -87,7 +87,7 @@ fn a_long_repetitive_tail_scans_as_the_plain_scan_with_the_last_lines_kept() {
     let ctx = ScanContext::exit_code(1);
     let fast = c.scan(&text, &ctx);
     assert_eq!(fast, scan::scan_with(c.entries(), m, &text, &ctx, scan::Matching::Plain));
-    let resets: Vec<usize> = fast.matches.iter().filter(|h| h.id == "connection-dropped").map(|h| h.line).collect();
+    let resets: Vec<usize> = fast.matches.iter().filter(|h| &*h.id == "connection-dropped").map(|h| h.line).collect();
     let last_lines: Vec<usize> = text
         .lines()
         .enumerate()

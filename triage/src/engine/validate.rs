@@ -195,7 +195,7 @@ pub fn validate(ev: &Evidence, proposal: &Proposal, policy: &Policy) -> Validati
         }
     }
     if proposal.authority() == Authority::Agent
-        && let Some(m) = ev.hints.matches.iter().find(|m| m.category == ADDRESSED_TO_AGENT)
+        && let Some(m) = ev.hints.matches.iter().find(|m| &*m.category == ADDRESSED_TO_AGENT)
     {
         v.needs_review = true;
         v.messages.push(format!(

@@ -76,9 +76,9 @@ impl Outcome {
     /// The outcome as a catalog entry (no patterns: it is reached only through its analyzer).
     pub fn entry(&self) -> Entry {
         Entry {
-            id: self.id.to_string(),
+            id: self.id.into(),
             class: self.class,
-            category: self.category.to_string(),
+            category: self.category.into(),
             patterns: Vec::new(),
             exit_codes: Vec::new(),
             scheduler_states: Vec::new(),

@@ -47,7 +47,7 @@ fn every_analyzer_example_checks_out() {
             }
             // Through the catalog: the finding is listed, or none of the analyzer's outcomes.
             let h = catalog.scan(ex.text, &ctx);
-            let listed: Vec<&str> = h.matches.iter().map(|m| m.id.as_str()).filter(|id| ids.contains(id)).collect();
+            let listed: Vec<&str> = h.matches.iter().map(|m| &*m.id).filter(|id| ids.contains(id)).collect();
             match ex.expect {
                 Some(id) if listed != [id] => {
                     problems.push(format!("scan of {:?} listed {listed:?}, not {id}", ex.text))
