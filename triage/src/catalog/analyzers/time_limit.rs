@@ -14,6 +14,9 @@
 //!   doubles the waste. Context. Progress is a percentage or an `N of M` count below 100%, or
 //!   two lines of the same shape (equal once their numbers are blinded) whose numbers differ:
 //!   `step 12000 loss 0.231` then `step 12100 loss 0.229`. Scheduler lines do not count.
+//!   LSF's kill report (`TERM_RUNLIMIT: job killed after reaching LSF run time limit.`) comes
+//!   before the job's own output (`The output (if any) follows:`), so there the lines after
+//!   the kill are searched too.
 
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, outcome, re};
 use crate::model::{EntryClass, SchedulerState, Strategy, SuggestedAction};
@@ -26,6 +29,9 @@ const NO_PROGRESS: &str = "time-limit/no-progress-shown";
 
 /// How many lines before the kill are searched for progress.
 const PROGRESS_WITHIN: usize = 12;
+/// How many lines after an LSF kill report's first line are searched (its summary, then the
+/// job's output).
+const LSF_OUTPUT_WITHIN: usize = 40;
 
 /// A limit of this many seconds or more is taken as a queue's maximum.
 const LONGEST_LIMIT_SECS: u64 = 72 * 3600;
@@ -72,14 +78,18 @@ static TRIGGERS: &[&str] = &[
     r"(?i)\bDUE TO TIME ?LIMIT\b",
     r"(?i)\bjob killed: walltime \d+ exceeded limit \d+",
     r"(?i)\b(?:exceeded|reached) (?:the |its )?(?:wall ?(?:clock|time)|run ?time) limit\b",
+    r"\bTERM_RUNLIMIT\b",
 ];
 
 pub(super) static PBS: Lazy = Lazy::new(|| re(r"(?i)\bjob killed: walltime \d+ exceeded limit (\d+)"));
 /// One line that shows progress by itself: `45%`, `3 of 10`.
 pub(super) static PROGRESS_LINE: Lazy = Lazy::new(|| re(r"(?i)\b(?:\d{1,2}(?:\.\d+)?%|\d+ (?:of|/) \d+\b)"));
 /// The scheduler's own lines (and the kill itself), which say nothing of the job's progress.
-pub(super) static SCHEDULER: Lazy =
-    Lazy::new(|| re(r"(?i)^\s*(?:slurmstepd|srun|salloc|sbatch|=>> PBS|PBS|MOAB|job deleted|job killed)\b"));
+pub(super) static SCHEDULER: Lazy = Lazy::new(|| {
+    re(
+        r"(?i)^\s*(?:slurmstepd|srun|salloc|sbatch|=>> PBS|PBS|MOAB|job deleted|job killed|TERM_\w+:|Exited with exit code|# LSBATCH|Resource usage summary|The output \(if any\)|(?:CPU time|Max Memory|Average Memory|Total Requested Memory|Delta Memory|Max Swap|Max Processes|Max Threads|Run time|Turnaround time) *:)",
+    )
+});
 pub(super) static DONE: Lazy =
     Lazy::new(|| re(r"(?i)\b(?:steps \(100%\) done|completed successfully|all done|finished successfully)"));
 
@@ -140,8 +150,11 @@ impl Analyzer for TimeLimit {
         if limit.is_some_and(|l| l >= LONGEST_LIMIT_SECS) {
             return Some(Finding { outcome: outcome(OUTCOMES, LONGEST), line: k, confirmed_by });
         }
-        let before = &input.lines[k.saturating_sub(PROGRESS_WITHIN)..k];
-        (!shows_progress(before)).then(|| Finding { outcome: outcome(OUTCOMES, NO_PROGRESS), line: k, confirmed_by })
+        let mut window: Vec<&str> = input.lines[k.saturating_sub(PROGRESS_WITHIN)..k].to_vec();
+        if input.lines[k].contains("TERM_RUNLIMIT") {
+            window.extend(input.lines.iter().skip(k + 1).take(LSF_OUTPUT_WITHIN));
+        }
+        (!shows_progress(&window)).then(|| Finding { outcome: outcome(OUTCOMES, NO_PROGRESS), line: k, confirmed_by })
     }
 
     fn examples(&self) -> &'static [Example] {
@@ -198,6 +211,24 @@ impl Analyzer for TimeLimit {
                        Current # sequences loaded and processed from file: 35000...\n\
                        slurmstepd: error: *** JOB 3884617 ON node023 CANCELLED AT 2018-08-19T16:30:21 DUE TO TIME LIMIT ***",
                 exit_code: None,
+                expect: None,
+            },
+            // LSF: the kill report, then its summary; no output shows the job advancing.
+            Example {
+                text: "# LSBATCH: User input\n./mhap.sh 0\n------------------------------------------------------------\n\n\
+                       TERM_RUNLIMIT: job killed after reaching LSF run time limit.\nExited with exit code 140.\n\n\
+                       Resource usage summary:\n\n    CPU time :                                   5.69 sec.\n\
+                       \x20   Max Memory :                                 6 MB\n    Run time :                                   3609 sec.\n\n\
+                       The output (if any) follows:\n\nRunning block 000001 in query 000003\n\nUser defined signal 2",
+                exit_code: Some(140),
+                expect: Some(NO_PROGRESS),
+            },
+            // LSF prints the job's output after the report: progress there counts.
+            Example {
+                text: "TERM_RUNLIMIT: job killed after reaching LSF run time limit.\nExited with exit code 140.\n\n\
+                       Resource usage summary:\n\n    CPU time :                                   3500.10 sec.\n\n\
+                       The output (if any) follows:\n\nprocessed 1200 of 5000 samples\nprocessed 1300 of 5000 samples",
+                exit_code: Some(140),
                 expect: None,
             },
             Example {
