@@ -94,8 +94,8 @@ pub(super) static DONE: Lazy =
     Lazy::new(|| re(r"(?i)\b(?:steps \(100%\) done|completed successfully|all done|finished successfully)"));
 
 /// Whether the job's own lines show it advancing (see the module docs).
-fn shows_progress(lines: &[&str]) -> bool {
-    let own: Vec<&str> = lines.iter().copied().filter(|l| !l.trim().is_empty() && !SCHEDULER.is_match(l)).collect();
+fn shows_progress<'a>(lines: impl IntoIterator<Item = &'a str>) -> bool {
+    let own: Vec<&str> = lines.into_iter().filter(|l| !l.trim().is_empty() && !SCHEDULER.is_match(l)).collect();
     if own.iter().any(|l| PROGRESS_LINE.is_match(l) && !l.contains("100%")) {
         return true;
     }
@@ -150,11 +150,15 @@ impl Analyzer for TimeLimit {
         if limit.is_some_and(|l| l >= LONGEST_LIMIT_SECS) {
             return Some(Finding { outcome: outcome(OUTCOMES, LONGEST), line: k, confirmed_by });
         }
-        let mut window: Vec<&str> = input.lines[k.saturating_sub(PROGRESS_WITHIN)..k].to_vec();
-        if input.lines[k].contains("TERM_RUNLIMIT") {
-            window.extend(input.lines.iter().skip(k + 1).take(LSF_OUTPUT_WITHIN));
-        }
-        (!shows_progress(&window)).then(|| Finding { outcome: outcome(OUTCOMES, NO_PROGRESS), line: k, confirmed_by })
+        let before = input.lines[k.saturating_sub(PROGRESS_WITHIN)..k].iter().copied();
+        let lsf_output = input.lines[k]
+            .contains("TERM_RUNLIMIT")
+            .then(|| input.lines.iter().skip(k + 1).take(LSF_OUTPUT_WITHIN).copied());
+        (!shows_progress(before.chain(lsf_output.into_iter().flatten()))).then(|| Finding {
+            outcome: outcome(OUTCOMES, NO_PROGRESS),
+            line: k,
+            confirmed_by,
+        })
     }
 
     fn examples(&self) -> &'static [Example] {
