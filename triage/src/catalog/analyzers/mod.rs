@@ -174,7 +174,7 @@ pub(crate) type Lazy = LazyLock<Regex>;
 
 /// Compile every analyzer's regexes now (see [`crate::catalog::Catalog::warm_up`]).
 pub(crate) fn warm_up() {
-    let all: [&Lazy; 39] = [
+    let all: [&Lazy; 40] = [
         &cloud_quota::AWS,
         &cloud_quota::AZURE,
         &cloud_quota::GOOGLE_LIMIT,
@@ -207,6 +207,7 @@ pub(crate) fn warm_up() {
         &tensor_oom::IN_USE,
         &tensor_oom::DEVICE,
         &tensor_oom::PROGRAM_USE,
+        &time_limit::REPORT_FIRST,
         &time_limit::PBS,
         &time_limit::PROGRESS_LINE,
         &time_limit::SCHEDULER,

@@ -14,9 +14,10 @@
 //!   doubles the waste. Context. Progress is a percentage or an `N of M` count below 100%, or
 //!   two lines of the same shape (equal once their numbers are blinded) whose numbers differ:
 //!   `step 12000 loss 0.231` then `step 12100 loss 0.229`. Scheduler lines do not count.
-//!   LSF's kill report (`TERM_RUNLIMIT: job killed after reaching LSF run time limit.`) comes
-//!   before the job's own output (`The output (if any) follows:`), so there the lines after
-//!   the kill are searched too.
+//!   LSF's kill report (`TERM_RUNLIMIT: job killed after reaching LSF run time limit.`, or
+//!   `TERM_CPULIMIT`) comes before the job's own output (`The output (if any) follows:`), and
+//!   so does Nextflow's (`Process exceeded running time limit`, then `Command output:`), so
+//!   there the lines after the kill are searched too.
 
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, outcome, re};
 use crate::model::{EntryClass, SchedulerState, Strategy, SuggestedAction};
@@ -29,9 +30,9 @@ const NO_PROGRESS: &str = "time-limit/no-progress-shown";
 
 /// How many lines before the kill are searched for progress.
 const PROGRESS_WITHIN: usize = 12;
-/// How many lines after an LSF kill report's first line are searched (its summary, then the
-/// job's output).
-const LSF_OUTPUT_WITHIN: usize = 40;
+/// How many lines after a kill report that precedes the job's output ([`REPORT_FIRST`]) are
+/// searched (the report's summary, then the job's output).
+const OUTPUT_AFTER_WITHIN: usize = 40;
 
 /// A limit of this many seconds or more is taken as a queue's maximum.
 const LONGEST_LIMIT_SECS: u64 = 72 * 3600;
@@ -79,7 +80,18 @@ static TRIGGERS: &[&str] = &[
     r"(?i)\bjob killed: walltime \d+ exceeded limit \d+",
     r"(?i)\b(?:exceeded|reached) (?:the |its )?(?:wall ?(?:clock|time)|run ?time) limit\b",
     r"\bTERM_RUNLIMIT\b",
+    // Grid Engine's hard run-time limit, salloc's and srun's own words for the same kill.
+    r"(?i)\bh_rt\b.*\bexceeded\b|\bexceeded (?:the )?(?:hard |soft )?wall ?clock\b",
+    r"(?i)\bhas exceeded its time limit and its allocation has been revoked\b|\bhitting max wall clock limit\b",
+    // Kill reports printed before the job's own output (see [`REPORT_FIRST`]).
+    r"\bTERM_CPULIMIT\b",
+    r"(?i)\bProcess (?:`[^`]+` )?exceeded running time limit\b",
 ];
+
+/// Kill reports that come before the job's own output: LSF's (`The output (if any) follows:`)
+/// and Nextflow's (`Command output:`). The lines after them are searched for progress too.
+pub(super) static REPORT_FIRST: Lazy =
+    Lazy::new(|| re(r"(?i)\bTERM_(?:RUN|CPU)LIMIT\b|\bexceeded running time limit\b"));
 
 pub(super) static PBS: Lazy = Lazy::new(|| re(r"(?i)\bjob killed: walltime \d+ exceeded limit (\d+)"));
 /// One line that shows progress by itself: `45%`, `3 of 10`.
@@ -151,10 +163,10 @@ impl Analyzer for TimeLimit {
             return Some(Finding { outcome: outcome(OUTCOMES, LONGEST), line: k, confirmed_by });
         }
         let before = input.lines[k.saturating_sub(PROGRESS_WITHIN)..k].iter().copied();
-        let lsf_output = input.lines[k]
-            .contains("TERM_RUNLIMIT")
-            .then(|| input.lines.iter().skip(k + 1).take(LSF_OUTPUT_WITHIN).copied());
-        (!shows_progress(before.chain(lsf_output.into_iter().flatten()))).then(|| Finding {
+        let output_after = REPORT_FIRST
+            .is_match(input.lines[k])
+            .then(|| input.lines.iter().skip(k + 1).take(OUTPUT_AFTER_WITHIN).copied());
+        (!shows_progress(before.chain(output_after.into_iter().flatten()))).then(|| Finding {
             outcome: outcome(OUTCOMES, NO_PROGRESS),
             line: k,
             confirmed_by,
@@ -233,6 +245,39 @@ impl Analyzer for TimeLimit {
                        Resource usage summary:\n\n    CPU time :                                   3500.10 sec.\n\n\
                        The output (if any) follows:\n\nprocessed 1200 of 5000 samples\nprocessed 1300 of 5000 samples",
                 exit_code: Some(140),
+                expect: None,
+            },
+            // Grid Engine and salloc say the same kill in their own words.
+            Example {
+                text: "+ ./run_model.sh input.cfg\njob 4242 exceeded hard wallclock time - initiate terminate method",
+                exit_code: None,
+                expect: Some(NO_PROGRESS),
+            },
+            Example {
+                text: "epoch 3 batch 200/900\nepoch 3 batch 300/900\n\
+                       salloc: Job 8812 has exceeded its time limit and its allocation has been revoked.",
+                exit_code: None,
+                expect: None,
+            },
+            Example {
+                text: "TERM_CPULIMIT: job killed after reaching LSF CPU usage limit.\nExited with exit code 152.\n\n\
+                       The output (if any) follows:\n\nreading input.bam",
+                exit_code: Some(152),
+                expect: Some(NO_PROGRESS),
+            },
+            // Nextflow prints the kill, then the command and its output: progress there counts.
+            Example {
+                text: "Caused by:\n  Process `ALIGN (s1)` exceeded running time limit (2h)\n\nCommand executed:\n\n  \
+                       bwa mem ref.fa s1.fq > s1.sam\n\nCommand exit status:\n  -\n\nCommand output:\n  (empty)",
+                exit_code: None,
+                expect: Some(NO_PROGRESS),
+            },
+            Example {
+                text: "Caused by:\n  Process `ALIGN (s1)` exceeded running time limit (2h)\n\nCommand executed:\n\n  \
+                       bwa mem ref.fa s1.fq > s1.sam\n\nCommand exit status:\n  -\n\nCommand output:\n  \
+                       [M::process] read 100000 sequences (10000000 bp)...\n  \
+                       [M::process] read 100000 sequences (10000127 bp)...",
+                exit_code: None,
                 expect: None,
             },
             Example {
