@@ -124,6 +124,9 @@ pub(crate) struct Matcher {
     first_outcome: Vec<usize>,
     /// (entry index, pattern index) of the entry patterns that match an empty line.
     matching_empty: Vec<(usize, usize)>,
+    /// The entries without patterns that list exit codes or scheduler states: with the
+    /// entries a scan's lines matched, the only ones that can be candidates.
+    by_code_or_state: Vec<usize>,
     /// Per entry, then per analyzer, the range of its patterns in `patterns`.
     entry_patterns: Vec<std::ops::Range<usize>>,
     analyzer_patterns: Vec<std::ops::Range<usize>>,
@@ -187,11 +190,18 @@ impl Matcher {
             built.push(Pattern { text, owner, compiled });
         }
         let prefilter = Prefilter::build(&needs, anchoring);
+        let by_code_or_state = entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.patterns.is_empty() && !(e.exit_codes.is_empty() && e.scheduler_states.is_empty()))
+            .map(|(i, _)| i)
+            .collect();
         Ok(Matcher {
             patterns: built,
             prefilter,
             first_outcome,
             matching_empty,
+            by_code_or_state,
             entry_patterns,
             analyzer_patterns,
             #[cfg(test)]
@@ -331,6 +341,9 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
     let mut hits: Vec<Vec<(usize, &str)>> = vec![Vec::new(); entries.len()];
     let mut woken: Vec<Vec<usize>> = vec![Vec::new(); matcher.first_outcome.len()];
     let mut seen_on_line: Vec<usize> = Vec::new();
+    // The entries with a matching line: with `by_code_or_state`, the only ones the verdict
+    // looks at (a few hundred entries are not walked for each scan).
+    let mut touched: Vec<usize> = Vec::new();
     let mut on_line = lines_of(text, |i, line, matched, retired| {
         seen_on_line.clear();
         for &p in matched {
@@ -357,6 +370,9 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
             if let Some(h) = hits.get_mut(e)
                 && h.len() < Hints::MAX_LINES_PER_ENTRY
             {
+                if h.is_empty() {
+                    touched.push(e);
+                }
                 h.push((i + 1, line));
                 if h.len() == Hints::MAX_LINES_PER_ENTRY {
                     matcher.retire_entry(e, retired);
@@ -374,14 +390,22 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
             }
         }
     }
-    hits.iter_mut().for_each(|h| h.reverse());
+    for &e in &touched {
+        if let Some(h) = hits.get_mut(e) {
+            h.reverse();
+        }
+    }
     woken.iter_mut().for_each(|w| w.reverse());
+    // In catalog order, as the verdict rule's last tie-break and the reported matches expect.
+    touched.extend_from_slice(&matcher.by_code_or_state);
+    touched.sort_unstable();
 
     let mut candidates = Vec::new();
     // What each candidate would report; made into `HintMatch`es (strings) only for the few
     // that are reported.
     let mut listed: Vec<(Candidate, Listed<'_>)> = Vec::new();
-    for (e, entry) in entries.iter().enumerate() {
+    for &e in &touched {
+        let Some(entry) = entries.get(e) else { continue };
         let entry_hits = hits.get(e).map_or(&[][..], Vec::as_slice);
         if entry_hits.is_empty() && !entry.patterns.is_empty() {
             continue;
