@@ -274,7 +274,7 @@ fn held_out_split_is_stable() {
 /// classifier can see. Coverage was traded for abstention once, on purpose: a glibc heap abort
 /// (double free, stack smashing) is context like a segmentation fault.
 const TUNING_FLOOR: [f64; 4] = [0.99, 0.99, 0.92, 0.87];
-const HELD_OUT_FLOOR: [f64; 4] = [0.99, 0.98, 0.81, 0.80];
+const HELD_OUT_FLOOR: [f64; 4] = [0.99, 0.98, 0.81, 0.82];
 
 #[test]
 fn builtin_catalog_scores_on_the_own_tuning_share() {
