@@ -39,11 +39,15 @@ fn main() -> std::process::ExitCode {
 
 async fn run(args: args::Args) -> anyhow::Result<()> {
     let state = state::State::from_args(&args)?;
+    release_freed_memory();
     // Compile what the first listing would (the patterns every scan and fingerprint runs) while
     // the client starts its session, not inside its first call. A tool call that comes first
     // waits for the patterns it needs (each compiles once); nothing else waits for this.
     let engine = state.engine.clone();
-    tokio::task::spawn_blocking(move || engine.warm_up());
+    tokio::task::spawn_blocking(move || {
+        engine.warm_up();
+        release_freed_memory();
+    });
     let server = server::TriageServer::new(state);
     match args.http {
         Some(addr) => http::serve(addr, server, &args).await,
@@ -88,5 +92,19 @@ fn limit_malloc_arenas() {
         unsafe {
             libc::mallopt(libc::M_ARENA_MAX, arenas);
         }
+    }
+}
+
+/// Hand the allocator's free pages back to the kernel. Building the catalog (parsing its
+/// patterns, finding their literals) and compiling the first regexes allocate several times
+/// what they keep, and glibc keeps the pages of what was freed in the middle of its heap
+/// resident: without this, a server that has listed nothing yet holds megabytes it will never
+/// use again. Called after those one-time steps, not per request.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` only returns free memory of glibc's own arenas to the kernel; it
+    // takes each arena's lock, so it may run while other threads allocate.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }

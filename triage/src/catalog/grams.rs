@@ -98,7 +98,7 @@ impl Grams {
     /// A searcher for `literals`, each at least 3 bytes long (shorter ones are never found),
     /// that reports an occurrence of `literals[i]` only where it has the word boundaries
     /// `edges[i]` asks for (none when `edges` is shorter).
-    pub fn with_edges(literals: &[Vec<u8>], edges: &[Edges]) -> Grams {
+    pub fn with_edges<L: AsRef<[u8]>>(literals: &[L], edges: &[Edges]) -> Grams {
         let mut filed: Vec<(usize, Entry)> = Vec::new();
         let mut bitmap = Box::new([0u32; WORDS]);
         let mut file = |window: u32, entry: Entry| {
@@ -109,6 +109,7 @@ impl Grams {
             filed.push((word, entry));
         };
         for (i, lit) in literals.iter().enumerate() {
+            let lit = lit.as_ref();
             let Ok(index) = u32::try_from(i) else { break };
             let (head, mask) = head_of(lit);
             let edges = edges.get(i).copied().unwrap_or_default();

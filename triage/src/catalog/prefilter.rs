@@ -34,6 +34,8 @@
 //! 4. a `\b` next to a literal stays with it (`word_edges.rs`): `\b137\b` is anchored on
 //!    `137` as a whole word, so the `137` in `1370 ms` or a hex digest wakes nothing.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use memchr::memmem;
@@ -154,10 +156,10 @@ impl Need {
 
     /// The one literal set any matching line contains one of (the most specific one), or
     /// `None` when the need is `Nothing`.
-    pub fn anchors(&self) -> Option<Vec<Vec<u8>>> {
+    pub fn anchors(&self) -> Option<Cow<'_, [Vec<u8>]>> {
         match self {
             Need::Nothing => None,
-            Need::AnyOf(lits) => Some(lits.clone()),
+            Need::AnyOf(lits) => Some(Cow::Borrowed(lits)),
             Need::All(parts) => parts
                 .iter()
                 .filter_map(|p| Some((p.anchor_cost()?, p.anchor_key()?, p)))
@@ -166,9 +168,9 @@ impl Need {
             Need::Either(branches) => {
                 let mut union = Vec::new();
                 for b in branches {
-                    union.extend(b.anchors()?);
+                    union.extend(b.anchors()?.iter().cloned());
                 }
-                Some(minimal(union))
+                Some(Cow::Owned(minimal(union)))
             }
         }
     }
@@ -571,24 +573,21 @@ thread_local! {
 impl Prefilter {
     /// From each pattern's need.
     pub fn build(needs: &[Need], anchoring: Vec<Anchoring>) -> Prefilter {
-        let mut literals: Vec<Vec<u8>> = Vec::new();
-        let mut index: std::collections::HashMap<Vec<u8>, usize> = std::collections::HashMap::new();
-        let mut intern = |lit: &[u8]| -> usize {
-            *index.entry(lit.to_vec()).or_insert_with(|| {
-                literals.push(lit.to_vec());
-                literals.len() - 1
-            })
-        };
+        // Every literal is interned as a slice of the needs (or of the anchor sets built from
+        // them), not copied: the catalog names about twelve thousand, and three owned copies
+        // of each (key, list, text) were most of a process's peak heap while it built this.
+        let anchor_sets: Vec<Option<Cow<'_, [Vec<u8>]>>> = needs.iter().map(Need::anchors).collect();
+        let mut interner = Interner::default();
         let mut anchored: Vec<(usize, usize)> = Vec::new();
         let mut always = Vec::new();
-        for (p, need) in needs.iter().enumerate() {
-            match need.anchors() {
-                Some(anchors) => anchored.extend(anchors.iter().map(|lit| (intern(lit), p))),
+        for (p, anchors) in anchor_sets.iter().enumerate() {
+            match anchors {
+                Some(anchors) => anchored.extend(anchors.iter().map(|lit| (interner.intern(lit), p))),
                 None => always.push(p),
             }
         }
         let anchors = anchored.iter().map(|&(lit, _)| lit + 1).max().unwrap_or(0);
-        let conds: Vec<Cond> = needs.iter().map(|n| to_cond(n, &mut intern)).collect();
+        let conds: Vec<Cond> = needs.iter().map(|n| to_cond(n, &mut interner)).collect();
         let mut owners = vec![Vec::new(); anchors];
         for (lit, p) in anchored {
             if let Some(o) = owners.get_mut(lit)
@@ -599,13 +598,8 @@ impl Prefilter {
         }
         // The anchors are searched for with the word boundaries their marks ask for; every
         // literal is kept, and looked for, as its text.
-        let (literals, edges): (Vec<Vec<u8>>, Vec<Edges>) = literals
-            .iter()
-            .map(|l| {
-                let (text, edges) = word_edges::split(l);
-                (text.to_vec(), edges)
-            })
-            .unzip();
+        let (literals, edges): (Vec<&[u8]>, Vec<Edges>) =
+            interner.literals.iter().map(|l| word_edges::split(l)).unzip();
         let grams = Grams::with_edges(literals.get(..anchors).unwrap_or(&[]), &edges);
         let finders = (anchors..literals.len()).map(|_| OnceLock::new()).collect();
         let literals = Packed::new(&literals);
@@ -845,17 +839,34 @@ fn line_at(text: &str, start: usize, end: usize) -> Option<&str> {
     (!line.is_empty()).then_some(line)
 }
 
+/// The distinct literals of a catalog's needs, each numbered by its first appearance.
+#[derive(Default)]
+struct Interner<'a> {
+    literals: Vec<&'a [u8]>,
+    index: HashMap<&'a [u8], usize>,
+}
+
+impl<'a> Interner<'a> {
+    /// The number of `lit`, given it if new.
+    fn intern(&mut self, lit: &'a [u8]) -> usize {
+        *self.index.entry(lit).or_insert_with(|| {
+            self.literals.push(lit);
+            self.literals.len() - 1
+        })
+    }
+}
+
 /// `need` with its literals interned.
-fn to_cond(need: &Need, intern: &mut impl FnMut(&[u8]) -> usize) -> Cond {
+fn to_cond<'a>(need: &'a Need, interner: &mut Interner<'a>) -> Cond {
     match need {
         Need::Nothing => Cond::Always,
         // Each literal of a set costs a search on the candidate lines; the regex decides anyway.
         // But a set of specific literals (host names) spares the regex, and its compiling on a
         // first scan, on the lines that merely have a common anchor (`host`).
         Need::AnyOf(lits) if lits.len() > MAX_CHECKED => Cond::Always,
-        Need::AnyOf(lits) => Cond::AnyOf(lits.iter().map(|l| intern(l)).collect()),
-        Need::All(parts) => Cond::All(parts.iter().map(|p| to_cond(p, intern)).collect()),
-        Need::Either(parts) => Cond::Either(parts.iter().map(|p| to_cond(p, intern)).collect()),
+        Need::AnyOf(lits) => Cond::AnyOf(lits.iter().map(|l| interner.intern(l)).collect()),
+        Need::All(parts) => Cond::All(parts.iter().map(|p| to_cond(p, interner)).collect()),
+        Need::Either(parts) => Cond::Either(parts.iter().map(|p| to_cond(p, interner)).collect()),
     }
 }
 
@@ -875,7 +886,7 @@ mod tests {
     fn lits(p: &str) -> Option<Vec<String>> {
         need(p)
             .anchors()
-            .map(|v| v.into_iter().map(|l| String::from_utf8(l).unwrap().replace('\u{1}', r"\b")).collect())
+            .map(|v| v.iter().map(|l| String::from_utf8(l.clone()).unwrap().replace('\u{1}', r"\b")).collect())
     }
 
     fn any(lits: &[&str]) -> Need {

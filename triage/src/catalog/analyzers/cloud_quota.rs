@@ -135,7 +135,7 @@ fn judge_kubernetes(line: &str) -> Option<&'static str> {
 }
 
 /// The numbers captured by `re` in `line`, in group order.
-fn numbers<const N: usize>(re: &regex::Regex, line: &str) -> Option<[f64; N]> {
+fn numbers<const N: usize>(re: &super::Regex, line: &str) -> Option<[f64; N]> {
     let c = re.captures(line)?;
     let mut out = [0.0; N];
     for (i, n) in out.iter_mut().enumerate() {

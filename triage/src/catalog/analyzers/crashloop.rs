@@ -57,7 +57,7 @@ pub(super) static REASON: Lazy = Lazy::new(|| re(r"^\s*Reason:\s+(\w+)\s*$"));
 pub(super) static EXIT: Lazy = Lazy::new(|| re(r"^\s*Exit Code:\s+(\d+)\s*$"));
 pub(super) static RESTARTS: Lazy = Lazy::new(|| re(r"^\s*Restart Count:\s+(\d+)\s*$"));
 
-fn number(re: &regex::Regex, line: &str) -> Option<u64> {
+fn number(re: &super::Regex, line: &str) -> Option<u64> {
     re.captures(line)?.get(1)?.as_str().parse().ok()
 }
 

@@ -84,7 +84,7 @@ pub(super) static FREE: Lazy =
     Lazy::new(|| re(r"(?i)(?:\bof which ([\d.]+) ?([KMGTP]i?B) (?:is )?free\b|[;,] ([\d.]+) ?([KMGTP]i?B) free\b)"));
 
 /// The first size captured by `re` in `line` (either alternative's pair of groups).
-fn size(re: &regex::Regex, line: &str) -> Option<f64> {
+fn size(re: &super::Regex, line: &str) -> Option<f64> {
     let c = re.captures(line)?;
     let (n, u) = match (c.get(1), c.get(2)) {
         (Some(n), Some(u)) => (n, u),

@@ -24,7 +24,7 @@
 
 use std::sync::LazyLock;
 
-use regex::{Regex, RegexBuilder};
+use lean::Regex;
 
 use super::entry::Entry;
 use super::hints::ScanContext;
@@ -35,6 +35,7 @@ mod crashloop;
 mod cuda_oom;
 mod go_panic;
 mod java_heap;
+mod lean;
 mod missing_output;
 mod nccl_watchdog;
 mod sigkill;
@@ -163,10 +164,10 @@ pub(crate) fn bytes(number: &str, unit: &str) -> Option<f64> {
 ///
 /// Classes are ASCII (`\d`, `\w`, `\s`, `\b`, `(?i)`), as in the catalog's patterns that wake
 /// the analyzers: Unicode-aware classes make each regex many times larger, and the first scan
-/// that wakes an analyzer pays for building it (a Unicode `\b` alone adds a one-pass DFA of
-/// hundreds of kilobytes). A part that must be Unicode-aware says so with `(?u:...)`.
+/// that wakes an analyzer pays for building it. A part that must be Unicode-aware says so with
+/// `(?u:...)`. See `lean.rs` for what else is left out.
 pub(crate) fn re(pattern: &str) -> Regex {
-    RegexBuilder::new(pattern).unicode(false).build().unwrap_or_else(|e| panic!("analyzer regex {pattern:?}: {e}"))
+    Regex::new(pattern).unwrap_or_else(|e| panic!("analyzer regex {pattern:?}: {e}"))
 }
 
 /// Lazily compiled regexes of one analyzer.

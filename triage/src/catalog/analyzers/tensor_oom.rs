@@ -159,7 +159,7 @@ fn request(lines: &[&str], i: usize) -> Option<f64> {
 }
 
 /// A number captured by `re` in `line`: the plain count in group 1, or a size in groups 2-3.
-fn amount(re: &regex::Regex, line: &str) -> Option<f64> {
+fn amount(re: &super::Regex, line: &str) -> Option<f64> {
     let c = re.captures(line)?;
     if let Some(n) = c.get(1) {
         return n.as_str().parse().ok();
@@ -173,7 +173,7 @@ fn amount(re: &regex::Regex, line: &str) -> Option<f64> {
 
 /// The allocator's stats nearest to line `i`: looked for before it first (TensorFlow prints
 /// them just before the failing op), then after it (a size line followed by its summary).
-fn nearest(lines: &[&str], i: usize, re: &regex::Regex) -> Option<f64> {
+fn nearest(lines: &[&str], i: usize, re: &super::Regex) -> Option<f64> {
     let before = lines[i.saturating_sub(STATS_WITHIN)..i].iter().rev();
     let after = lines[i..lines.len().min(i + STATS_WITHIN)].iter();
     before.chain(after).find_map(|l| amount(re, l))
