@@ -26,9 +26,24 @@ use rmcp::model::JsonObject;
 use serde_json::{Map, Value};
 
 /// The compact output schema of `T` (see the module doc).
-pub fn output_schema<T: schemars::JsonSchema + std::any::Any>() -> Arc<JsonObject> {
-    let full = rmcp::handler::server::tool::schema_for_output::<T>();
-    Arc::new(compact(&full).unwrap_or_else(|| full.as_ref().clone()))
+///
+/// Generated as rmcp generates an output schema (JSON Schema 2020-12, for what the type
+/// serializes: an `Option` field always written is required, one skipped when `None` is not;
+/// without the top-level `title` and `description`, the Rust type's name and doc), but not
+/// through rmcp's helper, which keeps two copies of every full schema in per-thread caches for
+/// the life of the process (about 180 KB for our four tools) when only the compact one is used.
+pub fn output_schema<T: schemars::JsonSchema>() -> Arc<JsonObject> {
+    let settings = schemars::generate::SchemaSettings::draft2020_12().for_serialize();
+    let generated = settings.into_generator().into_root_schema_for::<T>();
+    let mut full = match serde_json::to_value(generated) {
+        Ok(Value::Object(full)) => full,
+        // schemars writes a struct's schema as an object (the tests compare every tool's
+        // schema with rmcp's); were it not, the schema would accept any answer, not refuse it.
+        _ => Map::new(),
+    };
+    full.remove("title");
+    full.remove("description");
+    Arc::new(compact(&full).unwrap_or(full))
 }
 
 /// `schema` rewritten; `None` when it has a `$ref` that cannot be inlined (recursive, or not
@@ -274,5 +289,22 @@ mod tests {
         ] {
             assert_eq!(schema.get("$schema"), Some(&Value::from(DRAFT_07)), "{schema:?}");
         }
+    }
+
+    /// Generating the schema here, not through rmcp's cached helper, gives the same schema.
+    #[test]
+    fn output_schemas_are_rmcps_compacted() {
+        use crate::tools::{ClassifyOut, HintsOut, ListOut, TailOut};
+        use rmcp::handler::server::tool::schema_for_output;
+        fn same<T: schemars::JsonSchema + std::any::Any>() {
+            let rmcps = compact(&schema_for_output::<T>()).unwrap();
+            let ours = output_schema::<T>();
+            assert!(ours.contains_key("properties"), "{ours:?}");
+            assert_eq!(*ours, rmcps);
+        }
+        same::<ListOut>();
+        same::<TailOut>();
+        same::<HintsOut>();
+        same::<ClassifyOut>();
     }
 }
