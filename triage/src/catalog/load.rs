@@ -153,6 +153,8 @@ impl Merger {
         let (outcomes, first) = super::analyzers::outcome_entries();
         let first = first.into_iter().map(|f| f + entries.len()).collect();
         entries.extend(outcomes);
+        // Kept for the life of the process: without the room the pushes left.
+        entries.shrink_to_fit();
         let matcher = match Matcher::build(&entries, first) {
             Ok(m) => m,
             Err(error) => return Err(blame_build_error(&entries, &slots, error)),
