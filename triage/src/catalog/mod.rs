@@ -79,6 +79,7 @@ mod freq;
 mod grams;
 mod hints;
 mod hir_walk;
+mod lines;
 mod load;
 mod packed;
 mod prefilter;

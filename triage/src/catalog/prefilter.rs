@@ -46,6 +46,7 @@ use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, HirKind};
 use super::freq;
 use super::grams::Grams;
 use super::hir_walk;
+use super::lines::Lines;
 use super::packed::Packed;
 use super::word_edges::{self, Edges};
 
@@ -638,9 +639,10 @@ impl Prefilter {
     /// a long tail where the same error repeats, most lines then cost only the anchor search.
     pub fn for_each_line<'t>(
         &self,
-        text: &'t str,
+        lines: &Lines<'t>,
         mut visit: impl FnMut(usize, &'t str, &[usize], LineHits<'_>, &mut Retired<'_>),
     ) {
+        let text = lines.text();
         let bytes = text.as_bytes();
         let mut scratch = SCRATCH.take().unwrap_or_default();
         // Stamps of earlier scans are below `next_stamp`: the tables need no clearing, only
@@ -664,51 +666,31 @@ impl Prefilter {
         let mut hits = std::mem::take(&mut scratch.hits);
         hits.clear();
         self.grams.find(bytes, &mut hits);
-        if self.always.is_empty() {
-            // Only the lines with an anchor, from the last one back. A line's number is counted
-            // only when it passes: the first time from the start of the text, then back from
-            // the line numbered before it.
-            let mut numbered: Option<(usize, usize)> = None;
-            let mut next = hits.len();
-            while let Some(&(at, _)) = next.checked_sub(1).and_then(|j| hits.get(j)) {
-                let start = memchr::memrchr(b'\n', bytes.get(..at).unwrap_or(&[])).map_or(0, |k| k + 1);
-                let end = memchr::memchr(b'\n', bytes.get(at..).unwrap_or(&[])).map_or(bytes.len(), |k| at + k);
-                let first = hits_from(&hits, next, start);
-                let on_line = hits.get(first..next).unwrap_or(&[]);
-                if let Some(line) = line_at(text, start, end)
-                    && self.check_line(base, base + end, line.as_bytes(), on_line, &mut scratch)
-                {
-                    let number = match numbered {
-                        None => newlines(bytes, 0, start),
-                        Some((from, number)) => number - newlines(bytes, start, from),
-                    };
-                    numbered = Some((start, number));
-                    let mut retired = Retired { stamps: &mut scratch.pattern_retired, scan: base };
-                    visit(number, line, &scratch.passing, LineHits { start, hits: on_line }, &mut retired);
+        // Each line (with an anchor, or every line when some pattern needs none) from the last
+        // one back.
+        let mut next = hits.len();
+        let mut number = lines.count();
+        loop {
+            number = if self.always.is_empty() {
+                match next.checked_sub(1).and_then(|j| hits.get(j)) {
+                    Some(&(at, _)) => lines.number_at(at),
+                    None => break,
                 }
-                next = first;
+            } else {
+                match number.checked_sub(1) {
+                    Some(n) => n,
+                    None => break,
+                }
+            };
+            let (start, end) = lines.bounds(number);
+            let first = hits_from(&hits, next, start);
+            let on_line = hits.get(first..next).unwrap_or(&[]);
+            let line = lines.line(number);
+            if !line.is_empty() && self.check_line(base, base + end, line.as_bytes(), on_line, &mut scratch) {
+                let mut retired = Retired { stamps: &mut scratch.pattern_retired, scan: base };
+                visit(number, line, &scratch.passing, LineHits { start, hits: on_line }, &mut retired);
             }
-        } else {
-            let mut number = newlines(bytes, 0, bytes.len());
-            let mut end = bytes.len();
-            let mut next = hits.len();
-            loop {
-                let start = memchr::memrchr(b'\n', bytes.get(..end).unwrap_or(&[])).map_or(0, |k| k + 1);
-                let first = hits_from(&hits, next, start);
-                let on_line = hits.get(first..next).unwrap_or(&[]);
-                if let Some(line) = line_at(text, start, end)
-                    && self.check_line(base, base + end, line.as_bytes(), on_line, &mut scratch)
-                {
-                    let mut retired = Retired { stamps: &mut scratch.pattern_retired, scan: base };
-                    visit(number, line, &scratch.passing, LineHits { start, hits: on_line }, &mut retired);
-                }
-                if start == 0 {
-                    break;
-                }
-                next = first;
-                end = start - 1;
-                number -= 1;
-            }
+            next = first;
         }
         scratch.hits = hits;
         SCRATCH.set(Some(scratch));
@@ -803,11 +785,6 @@ fn hits_from(hits: &[(usize, usize)], next: usize, start: usize) -> usize {
     first
 }
 
-/// How many line ends `bytes[from..to]` holds.
-fn newlines(bytes: &[u8], from: usize, to: usize) -> usize {
-    bytes.get(from..to).map_or(0, |b| memchr::memchr_iter(b'\n', b).count())
-}
-
 /// Patterns a scan no longer looks for, from the line being visited back: their owner (an
 /// entry, an analyzer) already has all the lines it keeps. Given to the visitor of
 /// [`Prefilter::for_each_line`].
@@ -830,13 +807,6 @@ impl<'s> Retired<'s> {
             *stamp = self.scan;
         }
     }
-}
-
-/// The line from `start` to `end` without its `\r`, if not empty.
-fn line_at(text: &str, start: usize, end: usize) -> Option<&str> {
-    let raw = text.get(start..end)?;
-    let line = raw.strip_suffix('\r').unwrap_or(raw);
-    (!line.is_empty()).then_some(line)
 }
 
 /// The distinct literals of a catalog's needs, each numbered by its first appearance.
@@ -905,7 +875,7 @@ mod tests {
         assert!(l.iter().all(|l| !l.bytes().any(|b| b.is_ascii_uppercase())), "{l:?}");
         let pf = build(&[need(r"\bERROR in diagonalization P[SDCZ]HEEVX\b")]);
         let mut lines = Vec::new();
-        pf.for_each_line("ok\nERROR in diagonalization PZHEEVX\n", |n, _, _, _, _| lines.push(n));
+        pf.for_each_line(&Lines::new("ok\nERROR in diagonalization PZHEEVX\n"), |n, _, _, _, _| lines.push(n));
         assert_eq!(lines, vec![1], "the line the pattern matches is a candidate");
     }
 
@@ -949,7 +919,10 @@ mod tests {
         assert_eq!(l, vec![r"\bcode=403\b".to_string(), r"\bforbidden\b".into()]);
         let pf = build(&[need(r"(?i)\b403\b.{0,3}\bForbidden\b|\bcode=403\b")]);
         let mut lines = Vec::new();
-        pf.for_each_line("Forbidden\n403 Forbidden\nCODE=403\ncode=40\nForbiddenX 403", |n, _, _, _, _| lines.push(n));
+        pf.for_each_line(
+            &Lines::new("Forbidden\n403 Forbidden\nCODE=403\ncode=40\nForbiddenX 403"),
+            |n, _, _, _, _| lines.push(n),
+        );
         lines.reverse();
         assert_eq!(lines, vec![1, 2], "each branch's needs, not the anchors alone, with their word boundaries");
     }
@@ -1059,7 +1032,7 @@ mod tests {
         let b = build(&[Need::All(vec![any(&["nan"]), any(&["qqqq"])]), any(&["abcd"])]);
         let lines = |pf: &Prefilter, text: &str| {
             let mut out = Vec::new();
-            pf.for_each_line(text, |n, _, ps, _, _| out.push((n, ps.to_vec())));
+            pf.for_each_line(&Lines::new(text), |n, _, ps, _, _| out.push((n, ps.to_vec())));
             out.reverse();
             out
         };
@@ -1090,7 +1063,7 @@ mod tests {
         let pf = build(&needs);
         let text = "..ABC..xyz\n\nxyz NaN\r\nabcd\nwww qqq\nwww\nplain";
         let mut lines = Vec::new();
-        pf.for_each_line(text, |n, line, ps, _, _| lines.push((n, line.to_string(), ps.to_vec())));
+        pf.for_each_line(&Lines::new(text), |n, line, ps, _, _| lines.push((n, line.to_string(), ps.to_vec())));
         lines.reverse();
         assert_eq!(
             lines,
@@ -1105,7 +1078,7 @@ mod tests {
         );
         let pf = build(&needs[2..]);
         let mut lines = Vec::new();
-        pf.for_each_line(text, |n, _, ps, _, _| lines.push((n, ps.to_vec())));
+        pf.for_each_line(&Lines::new(text), |n, _, ps, _, _| lines.push((n, ps.to_vec())));
         assert_eq!(lines, vec![(4, vec![1]), (2, vec![0])], "last line first");
     }
 }

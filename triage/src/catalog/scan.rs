@@ -25,10 +25,11 @@ use regex_automata::nfa::thompson::WhichCaptures;
 use regex_automata::util::syntax;
 use regex_automata::{Anchored, meta};
 
-use super::analyzers::{self, Input, MAX_WOKEN_LINES};
+use super::analyzers::{self, Input, MAX_TRIGGERS, MAX_WOKEN_LINES};
 use super::ansi::strip_ansi;
 use super::entry::Entry;
 use super::hints::{HintMatch, Hints, ScanContext, excerpt};
+use super::lines::Lines;
 use super::prefilter::{self, Prefilter, Retired};
 use super::verdict::{Basis, Candidate, contrary, decide};
 
@@ -40,8 +41,8 @@ pub(crate) const REGEX_SIZE_LIMIT: usize = 4 << 20;
 enum Owner {
     /// (entry index, pattern index within the entry).
     Entry(usize, usize),
-    /// A trigger of this analyzer (index into [`analyzers::ALL`]).
-    Analyzer(usize),
+    /// (analyzer index into [`analyzers::ALL`], trigger index within the analyzer).
+    Analyzer(usize, usize),
 }
 
 /// One pattern: its text, whose it is, and its matcher, compiled when a scan first needs it.
@@ -160,8 +161,8 @@ impl Matcher {
         let mut analyzer_patterns = Vec::with_capacity(analyzers::ALL.len());
         for (a, analyzer) in analyzers::ALL.iter().enumerate() {
             let start = patterns.len();
-            for trigger in analyzer.triggers() {
-                patterns.push((trigger.to_string(), Owner::Analyzer(a)));
+            for (t, trigger) in analyzer.triggers().iter().enumerate() {
+                patterns.push((trigger.to_string(), Owner::Analyzer(a, t)));
             }
             analyzer_patterns.push(start..patterns.len());
         }
@@ -172,7 +173,7 @@ impl Matcher {
         for (text, owner) in patterns {
             let blame = match owner {
                 Owner::Entry(e, p) => Some((e, p)),
-                Owner::Analyzer(_) => None,
+                Owner::Analyzer(..) => None,
             };
             let analysis = prefilter::analyze(&text).map_err(|message| BuildError { pattern: blame, message })?;
             let compiled = OnceLock::new();
@@ -233,13 +234,13 @@ impl Matcher {
     /// lines before.
     pub(crate) fn for_each_line_match<'t>(
         &self,
-        text: &'t str,
+        lines: &Lines<'t>,
         mut visit: impl FnMut(usize, &'t str, &[usize], &mut Retired<'_>),
     ) {
         // One buffer for every line's matches (a vector per matching line was a few percent
         // of a large tail's scan).
         let mut matched = Vec::new();
-        self.prefilter.for_each_line(text, |number, line, candidates, hits, retired| {
+        self.prefilter.for_each_line(lines, |number, line, candidates, hits, retired| {
             matched.clear();
             for &p in candidates {
                 let Some(pattern) = self.patterns.get(p) else { continue };
@@ -272,7 +273,9 @@ impl Matcher {
     #[cfg(test)]
     pub(crate) fn line_matches<'t>(&self, text: &'t str) -> Vec<(usize, &'t str, Vec<usize>)> {
         let mut out = Vec::new();
-        self.for_each_line_match(text, |number, line, matched, _| out.push((number, line, matched.to_vec())));
+        self.for_each_line_match(&Lines::new(text), |number, line, matched, _| {
+            out.push((number, line, matched.to_vec()))
+        });
         out.reverse();
         out
     }
@@ -334,12 +337,13 @@ pub(crate) fn scan(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &ScanC
 pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &ScanContext, how: Matching) -> Hints {
     let stripped = strip_ansi(text);
     let text: &str = &stripped;
+    let lines = Lines::new(text);
     // Per entry, its last few matching lines (1-based number, text), and per analyzer, the
     // (0-based) last lines that woke it: both collected last line first (the lines come that
     // way) and turned around after. An entry or analyzer with all the lines it keeps is
     // retired, so the earlier lines are not matched against it.
     let mut hits: Vec<Vec<(usize, &str)>> = vec![Vec::new(); entries.len()];
-    let mut woken: Vec<Vec<usize>> = vec![Vec::new(); matcher.first_outcome.len()];
+    let mut woken: Vec<Woken> = vec![Woken::default(); matcher.first_outcome.len()];
     let mut seen_on_line: Vec<usize> = Vec::new();
     // The entries with a matching line: with `by_code_or_state`, the only ones the verdict
     // looks at (a few hundred entries are not walked for each scan).
@@ -349,13 +353,10 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
         for &p in matched {
             let e = match matcher.patterns.get(p).map(|p| p.owner) {
                 Some(Owner::Entry(e, _)) => e,
-                Some(Owner::Analyzer(a)) => {
-                    if let Some(w) = woken.get_mut(a)
-                        && w.len() < MAX_WOKEN_LINES
-                        && w.last() != Some(&i)
-                    {
-                        w.push(i);
-                        if w.len() == MAX_WOKEN_LINES {
+                Some(Owner::Analyzer(a, t)) => {
+                    if let Some(w) = woken.get_mut(a) {
+                        w.add(i, t);
+                        if w.lines.len() == MAX_WOKEN_LINES {
                             matcher.retire_analyzer(a, retired);
                         }
                     }
@@ -381,7 +382,7 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
         }
     });
     match how {
-        Matching::Prefiltered => matcher.for_each_line_match(text, &mut on_line),
+        Matching::Prefiltered => matcher.for_each_line_match(&lines, &mut on_line),
         #[cfg(test)]
         Matching::Plain => {
             let mut unused = Vec::new();
@@ -395,7 +396,10 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
             h.reverse();
         }
     }
-    woken.iter_mut().for_each(|w| w.reverse());
+    woken.iter_mut().for_each(|w| {
+        w.lines.reverse();
+        w.triggers.reverse();
+    });
     // In catalog order, as the verdict rule's last tie-break and the reported matches expect.
     touched.extend_from_slice(&matcher.by_code_or_state);
     touched.sort_unstable();
@@ -431,13 +435,14 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
         }
     }
 
-    if woken.iter().any(|w| !w.is_empty()) {
-        let lines = split_lines(text);
-        for (a, w) in woken.iter().enumerate().filter(|(_, w)| !w.is_empty()) {
+    if woken.iter().any(|w| !w.lines.is_empty()) {
+        let lines = lines.all();
+        for (a, w) in woken.iter().enumerate().filter(|(_, w)| !w.lines.is_empty()) {
             let (Some(analyzer), Some(&first)) = (analyzers::ALL.get(a), matcher.first_outcome.get(a)) else {
                 continue;
             };
-            let Some(f) = analyzer.analyze(&Input { lines: &lines, woken: w, ctx }) else {
+            let Some(f) = analyzer.analyze(&Input { lines: &lines, woken: &w.lines, triggered: &w.triggers, ctx })
+            else {
                 continue;
             };
             let (Some(_), Some(&line)) = (entries.get(first + f.outcome), lines.get(f.line)) else {
@@ -493,17 +498,28 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
     }
 }
 
-/// Every line of `text` (as `str::split('\n')` gives them, without a final `\r`), found with
-/// `memchr`: `split` with a `char` tests byte by byte, and an analyzer needs the whole text's lines.
-fn split_lines(text: &str) -> Vec<&str> {
-    let mut lines = Vec::with_capacity(text.len() / 64 + 1);
-    let mut start = 0;
-    for end in memchr::memchr_iter(b'\n', text.as_bytes()).chain(std::iter::once(text.len())) {
-        let raw = text.get(start..end).unwrap_or("");
-        lines.push(raw.strip_suffix('\r').unwrap_or(raw));
-        start = end + 1;
+/// The lines that woke one analyzer, collected last line first: 0-based numbers and, per line,
+/// which of its triggers matched (bit `t` for trigger `t`), so the analyzer need not run them
+/// again.
+#[derive(Debug, Clone, Default)]
+struct Woken {
+    lines: Vec<usize>,
+    triggers: Vec<u32>,
+}
+
+impl Woken {
+    /// Trigger `t` matched line `i` (lines come last to first; one line's triggers together).
+    fn add(&mut self, i: usize, t: usize) {
+        let bit = if t < MAX_TRIGGERS { 1u32 << t } else { 0 };
+        match (self.lines.last(), self.triggers.last_mut()) {
+            (Some(&last), Some(bits)) if last == i => *bits |= bit,
+            _ if self.lines.len() < MAX_WOKEN_LINES => {
+                self.lines.push(i);
+                self.triggers.push(bit);
+            }
+            _ => {}
+        }
     }
-    lines
 }
 
 /// What a candidate would report as a [`HintMatch`], without its strings made yet.

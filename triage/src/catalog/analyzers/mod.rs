@@ -101,8 +101,22 @@ pub(crate) struct Input<'a> {
     /// 0-based indices of the lines that matched one of its triggers, in order (the last
     /// [`MAX_WOKEN_LINES`] of them).
     pub woken: &'a [usize],
+    /// Per line of `woken`, which of the analyzer's triggers matched it: bit `t` for
+    /// `triggers()[t]` (an analyzer has at most [`MAX_TRIGGERS`]).
+    pub triggered: &'a [u32],
     pub ctx: &'a ScanContext,
 }
+
+impl Input<'_> {
+    /// The woken lines that one of the triggers in `mask` (bit `t` for trigger `t`) matched,
+    /// in order.
+    pub fn woken_by(&self, mask: u32) -> impl DoubleEndedIterator<Item = usize> + '_ {
+        self.woken.iter().zip(self.triggered).filter(move |(_, t)| *t & mask != 0).map(|(&i, _)| i)
+    }
+}
+
+/// At most this many triggers per analyzer (one bit each in [`Input::triggered`]).
+pub(crate) const MAX_TRIGGERS: usize = 32;
 
 /// At most this many trigger lines (the latest) are passed to an analyzer.
 pub(crate) const MAX_WOKEN_LINES: usize = 64;
@@ -175,7 +189,7 @@ pub(crate) type Lazy = LazyLock<Regex>;
 
 /// Compile every analyzer's regexes now (see [`crate::catalog::Catalog::warm_up`]).
 pub(crate) fn warm_up() {
-    let all: [&Lazy; 40] = [
+    let all: [&Lazy; 39] = [
         &cloud_quota::AWS,
         &cloud_quota::AZURE,
         &cloud_quota::GOOGLE_LIMIT,
@@ -199,7 +213,6 @@ pub(crate) fn warm_up() {
         &nccl_watchdog::SEQ,
         &sigkill::KILL,
         &sigkill::NOT_EVIDENCE,
-        &sigkill::MEMORY_WORDS,
         &tensor_oom::SHAPE,
         &tensor_oom::NODE_TYPE,
         &tensor_oom::REQUEST_BYTES,

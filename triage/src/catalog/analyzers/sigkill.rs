@@ -27,6 +27,11 @@ static OUTCOMES: &[Outcome] = &[Outcome {
            more memory (1.5-2x the request, or the measured peak plus margin), or fewer parallel tasks.",
 }];
 
+/// Bits of [`TRIGGERS`] in [`Input::triggered`](super::Input): the kill's four, then the
+/// memory evidence's one.
+const KILL_TRIGGERS: u32 = 0b1111;
+const MEMORY_TRIGGER: u32 = 1 << 4;
+
 static TRIGGERS: &[&str] = &[
     // The kill.
     r"(?:^|[\s:])Killed(?:\s*$|\s+\S)",
@@ -51,11 +56,14 @@ pub(super) static NOT_EVIDENCE: Lazy = Lazy::new(|| {
         r"(?i)\bclosing signal\b|\b(?:CUDA|GPU|HIP|cudaMalloc|CUBLAS|cuDNN|device memory)\b|\bshared memory\b|/dev/shm\b|\bBus error\b",
     )
 });
-pub(super) static MEMORY_WORDS: Lazy = Lazy::new(|| {
-    re(
-        r"(?i)\b(?:out of memory|oom|memory limit|memory cgroup|Cannot allocate memory|MemoryError|limited without swap|exceed\w* (?:its |the )?memory|low on memory|insufficient memory)\b",
-    )
-});
+
+/// Whether `line` has "killed" in any case (`KILL`'s first alternative ignores case; its
+/// trigger does not).
+fn says_killed(line: &str) -> bool {
+    let bytes = line.as_bytes();
+    memchr::memchr2_iter(b'k', b'K', bytes)
+        .any(|at| bytes.get(at + 1..at + 6).is_some_and(|rest| rest.eq_ignore_ascii_case(b"illed")))
+}
 
 impl Analyzer for SigKill {
     fn triggers(&self) -> &'static [&'static str] {
@@ -67,21 +75,40 @@ impl Analyzer for SigKill {
     }
 
     fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
-        let line = |i: &usize| input.lines.get(*i).copied().unwrap_or("");
+        let line = |i: usize| input.lines.get(i).copied().unwrap_or("");
         // The kernel's "Out of memory: Killed process N" is memory evidence, not a kill of
         // the job's own process as a shell or launcher reports it.
-        let evidence = |i: &&usize| !NOT_EVIDENCE.is_match(line(i));
-        let kill_line =
-            input.woken.iter().rev().filter(evidence).find(|i| KILL.is_match(&line(i).replace("Killed process", "")));
-        let memory_line = input.woken.iter().rev().filter(evidence).find(|i| MEMORY_WORDS.is_match(line(i)));
+        let evidence = |i: &usize| !NOT_EVIDENCE.is_match(line(*i));
+        let is_kill = |i: &usize| {
+            let l = line(*i);
+            if l.contains("Killed process") {
+                KILL.is_match(&l.replace("Killed process", ""))
+            } else {
+                KILL.is_match(l)
+            }
+        };
+        // `KILL` is the kill triggers in one regex, with `Killed` in any case: only the lines
+        // one of those triggers woke, or that say "killed" in another case, can match it.
+        let kill_line = input
+            .woken
+            .iter()
+            .zip(input.triggered)
+            .rev()
+            .filter(|&(&i, &t)| t & KILL_TRIGGERS != 0 || says_killed(line(i)))
+            .map(|(&i, _)| i)
+            .filter(evidence)
+            .find(is_kill);
         let code = input.ctx.exit_code.filter(|c| matches!(c, 137 | -9));
-        let oom_state = input.ctx.scheduler_state == Some(SchedulerState::OutOfMemory);
-        let killed = kill_line.is_some() || code.is_some();
-        let memory = memory_line.is_some() || oom_state;
-        if !(killed && memory) {
+        if kill_line.is_none() && code.is_none() {
             return None;
         }
-        let at = *kill_line.or(memory_line)?;
+        let oom_state = input.ctx.scheduler_state == Some(SchedulerState::OutOfMemory);
+        // The memory trigger (the last of `TRIGGERS`) is the memory evidence: the lines it woke.
+        let memory_line = input.woken_by(MEMORY_TRIGGER).rev().find(evidence);
+        if memory_line.is_none() && !oom_state {
+            return None;
+        }
+        let at = kill_line.or(memory_line)?;
         let confirmed_by = match (code, oom_state) {
             (Some(c), _) => Some(format!("exit code {c}")),
             (None, true) => Some("scheduler state OUT_OF_MEMORY".to_string()),

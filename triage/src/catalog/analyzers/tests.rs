@@ -9,10 +9,14 @@ fn trigger(t: &str) -> regex::bytes::Regex {
     crate::catalog::scan::compile(t).unwrap_or_else(|e| panic!("trigger {t:?}: {e}"))
 }
 
-/// The lines of `text` that wake `analyzer`, as the scan finds them.
-fn woken(analyzer: &dyn Analyzer, lines: &[&str]) -> Vec<usize> {
+/// The lines of `text` that wake `analyzer`, as the scan finds them, and per line the bits of
+/// the triggers that matched it.
+fn woken(analyzer: &dyn Analyzer, lines: &[&str]) -> (Vec<usize>, Vec<u32>) {
     let triggers: Vec<regex::bytes::Regex> = analyzer.triggers().iter().map(|t| trigger(t)).collect();
-    (0..lines.len()).filter(|&i| triggers.iter().any(|t| t.is_match(lines[i].as_bytes()))).collect()
+    let bits = |line: &str| {
+        triggers.iter().enumerate().filter(|(_, t)| t.is_match(line.as_bytes())).map(|(k, _)| 1u32 << k).sum::<u32>()
+    };
+    lines.iter().enumerate().map(|(i, l)| (i, bits(l))).filter(|&(_, b)| b != 0).unzip()
 }
 
 #[test]
@@ -30,9 +34,12 @@ fn every_analyzer_example_checks_out() {
                 triggered[t] |= lines.iter().any(|l| self::trigger(trigger).is_match(l.as_bytes()));
             }
             let ctx = ScanContext { exit_code: ex.exit_code, scheduler_state: None };
-            let w = woken(*analyzer, &lines);
-            let got =
-                if w.is_empty() { None } else { analyzer.analyze(&Input { lines: &lines, woken: &w, ctx: &ctx }) };
+            let (w, t) = woken(*analyzer, &lines);
+            let got = if w.is_empty() {
+                None
+            } else {
+                analyzer.analyze(&Input { lines: &lines, woken: &w, triggered: &t, ctx: &ctx })
+            };
             let got_id = got.as_ref().and_then(|f| ids.get(f.outcome).copied());
             if got_id != ex.expect {
                 problems.push(format!("analyzer {a} ({:?}): {:?} reached {got_id:?}", ids, ex.text));
@@ -71,6 +78,13 @@ fn every_analyzer_example_checks_out() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn every_trigger_has_its_bit() {
+    for a in ALL {
+        assert!(a.triggers().len() <= MAX_TRIGGERS, "{:?}: more triggers than bits", a.outcomes()[0].id);
+    }
 }
 
 #[test]
@@ -133,7 +147,7 @@ fn warm_up_names_every_analyzer_regex() {
             })
         })
         .collect();
-    assert_eq!(declared.len(), 40, "{declared:?}");
+    assert_eq!(declared.len(), 39, "{declared:?}");
     let mod_rs = include_str!("mod.rs");
     // A new analyzer file must be added to `sources` above (every module but the tests and
     // the regex type is one).
