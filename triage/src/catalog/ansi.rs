@@ -26,9 +26,10 @@ static ANSI_RE: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(ANSI).ok()
 
 /// `text` without ANSI escape sequences; borrowed when there were none.
 pub fn strip_ansi(text: &str) -> Cow<'_, str> {
-    // memchr's vector search: `str::contains` with a set of chars decodes every char.
-    let bytes = text.as_bytes();
-    if memchr::memchr(0x1b, bytes).is_none() && memchr::memmem::find(bytes, "\u{9b}".as_bytes()).is_none() {
+    // memchr's vector search for ESC and for 0x9B, the last byte of the C1 CSI in UTF-8 (and
+    // of a few other characters, which then take the regex's way): `str::contains` with a set
+    // of chars decodes every char, and a substring search builds a searcher per call.
+    if memchr::memchr2(0x1b, 0x9b, text.as_bytes()).is_none() {
         return Cow::Borrowed(text);
     }
     match ANSI_RE.as_ref() {

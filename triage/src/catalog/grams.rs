@@ -11,8 +11,8 @@
 //! vector multiplies, the 8 words by one gather (the whole search then takes about half the
 //! time on a 1 MiB tail); else a scalar loop does the same test. The few positions with all
 //! three bits set are checked against the literals filed under that bitmap word (the same
-//! window, then the literal's first 8 bytes where it would start, then the whole literal, ASCII
-//! case ignored).
+//! window, then the literal's first 8 bytes where it would start, made ASCII lower case all at
+//! once, then the rest of a longer literal).
 //!
 //! A literal's key window is the 4 bytes of it that real tails have least often (by the
 //! corpus's counts, and for windows the corpus lacks, by how common their 3-byte halves are:
@@ -63,11 +63,11 @@ struct Entry {
     window: u32,
     /// Where the key window starts in the literal.
     offset: u32,
-    /// The literal's first 8 bytes (as many as it has), folded: a cheap test before the whole
-    /// literal is compared.
+    /// The literal's first 8 bytes (as many as it has, zeros after), ASCII lower case: one
+    /// exact test of a literal of up to 8 bytes, and of the start of a longer one.
     head: u64,
-    /// Which bytes of `head` it has.
-    mask: u64,
+    /// The literal's length.
+    len: u32,
     index: u32,
     /// The word boundaries an occurrence must have to count.
     edges: Edges,
@@ -111,22 +111,22 @@ impl Grams {
         for (i, lit) in literals.iter().enumerate() {
             let lit = lit.as_ref();
             let Ok(index) = u32::try_from(i) else { break };
-            let (head, mask) = head_of(lit);
+            let Ok(len) = u32::try_from(lit.len()) else { continue };
+            let head = lower_8(load_8(lit));
             let edges = edges.get(i).copied().unwrap_or_default();
             match lit.len() {
                 0..=2 => {}
                 3 => {
                     for d in (0..=255u64).filter(|d| d & 0x20 == 0) {
-                        let window = ((head | d << 24) & FIRST_4) as u32;
-                        file(window, Entry { window, offset: 0, head, mask, index, edges });
+                        let window = ((load_8(lit) & FOLD | d << 24) & FIRST_4) as u32;
+                        file(window, Entry { window, offset: 0, head, len, index, edges });
                     }
                 }
                 _ => {
                     let offset = key_offset(lit);
-                    let (window, _) = head_of(lit.get(offset..).unwrap_or(&[]));
-                    let window = (window & FIRST_4) as u32;
+                    let window = (load_8(lit.get(offset..).unwrap_or(&[])) & FOLD & FIRST_4) as u32;
                     let offset = u32::try_from(offset).unwrap_or(0);
-                    file(window, Entry { window, offset, head, mask, index, edges });
+                    file(window, Entry { window, offset, head, len, index, edges });
                 }
             }
         }
@@ -189,8 +189,7 @@ impl Grams {
         // The last positions, one by one (padded with zero bytes: a 3-byte literal is filed
         // under every fourth byte, zero included).
         for at in at..text.len() {
-            let (head, _) = head_of(text.get(at..).unwrap_or(&[]));
-            if self.is_set((head & FIRST_4) as u32) {
+            if self.is_set((load_8(text.get(at..).unwrap_or(&[])) & FOLD & FIRST_4) as u32) {
                 self.check(text, at, &mut found);
             }
         }
@@ -257,8 +256,7 @@ impl Grams {
     /// Reports the literals whose key window is at `at`, where the first test held.
     #[inline(never)]
     fn check(&self, text: &[u8], at: usize, found: &mut impl FnMut(usize, usize)) {
-        let (window, _) = head_of(text.get(at..).unwrap_or(&[]));
-        let window = (window & FIRST_4) as u32;
+        let window = (load_8(text.get(at..).unwrap_or(&[])) & FOLD & FIRST_4) as u32;
         let (word, _) = probe(window);
         let bucket = match (self.starts.get(word), self.starts.get(word + 1)) {
             (Some(&from), Some(&to)) => self.entries.get(from as usize..to as usize).unwrap_or(&[]),
@@ -266,11 +264,17 @@ impl Grams {
         };
         for e in bucket.iter().filter(|e| e.window == window) {
             let Some(start) = at.checked_sub(e.offset as usize) else { continue };
-            let (head, _) = head_of(text.get(start..).unwrap_or(&[]));
-            if head & e.mask == e.head
-                && let Some(lit) = self.literals.get(e.index as usize)
-                && text.get(start..start + lit.len()).is_some_and(|t| t.eq_ignore_ascii_case(lit))
-                && e.edges.hold(text, start, lit.len())
+            let len = e.len as usize;
+            let Some(occurrence) = text.get(start..start + len) else { continue };
+            // The first 8 bytes (as many as the literal has) in one test, the rest (if any)
+            // byte by byte.
+            let mask = if len >= 8 { u64::MAX } else { (1u64 << (8 * len)) - 1 };
+            if lower_8(load_8(occurrence)) & mask == e.head
+                && (len <= 8
+                    || self.literals.get(e.index as usize).is_some_and(|lit| {
+                        occurrence.get(8..).unwrap_or(&[]).eq_ignore_ascii_case(lit.get(8..).unwrap_or(&[]))
+                    }))
+                && e.edges.hold(text, start, len)
             {
                 found(start, e.index as usize);
             }
@@ -298,19 +302,33 @@ fn key_offset(lit: &[u8]) -> usize {
     best.1
 }
 
-/// The first 8 bytes of `bytes` (as many as it has, zeros after), folded, and the mask of the
-/// bytes it has.
-fn head_of(bytes: &[u8]) -> (u64, u64) {
+/// The first 8 bytes of `bytes` (as many as it has, zeros after), little-endian.
+#[inline(always)]
+fn load_8(bytes: &[u8]) -> u64 {
     if let Some(&[a, b, c, d, e, f, g, h]) = bytes.get(..8) {
-        return (u64::from_le_bytes([a, b, c, d, e, f, g, h]) & FOLD, u64::MAX);
+        return u64::from_le_bytes([a, b, c, d, e, f, g, h]);
     }
     let mut b = [0u8; 8];
-    let mut m = [0u8; 8];
-    for ((d, m), s) in b.iter_mut().zip(m.iter_mut()).zip(bytes) {
+    for (d, s) in b.iter_mut().zip(bytes) {
         *d = *s;
-        *m = 0xFF;
     }
-    (u64::from_le_bytes(b) & FOLD, u64::from_le_bytes(m))
+    u64::from_le_bytes(b)
+}
+
+/// Each of the 8 bytes of `x` made ASCII lower case (`u8::to_ascii_lowercase`), all at once:
+/// a byte below 0x80 whose low 7 bits are from `A` to `Z` gets the 0x20 bit. Adding to the low
+/// 7 bits of a byte never carries into the next byte.
+#[inline(always)]
+fn lower_8(x: u64) -> u64 {
+    const LOW_7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let low = x & LOW_7;
+    // The high bit of each byte: set where the low 7 bits are above `Z` (0x5A) ...
+    let above_z = low + 0x2525_2525_2525_2525;
+    // ... and where they are `A` (0x41) or above.
+    let from_a = low + 0x3F3F_3F3F_3F3F_3F3F;
+    let upper = from_a & !above_z & !x & HIGH;
+    x | upper >> 2
 }
 
 #[cfg(test)]
@@ -377,6 +395,18 @@ mod tests {
                     text[at..at + lit.len()].copy_from_slice(&lit.to_ascii_uppercase());
                     assert_eq!(found(&g, &text), reference(&lits, &text), "{len} {at}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn lower_8_is_to_ascii_lowercase_at_every_place() {
+        for b in 0..=255u8 {
+            for place in 0..8 {
+                let mut bytes = *b"aZ@[`{z\xff";
+                bytes[place] = b;
+                let want: Vec<u8> = bytes.iter().map(u8::to_ascii_lowercase).collect();
+                assert_eq!(lower_8(u64::from_le_bytes(bytes)).to_le_bytes().to_vec(), want, "{b:#x} at {place}");
             }
         }
     }

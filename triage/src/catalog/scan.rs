@@ -338,16 +338,14 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
     let stripped = strip_ansi(text);
     let text: &str = &stripped;
     let lines = Lines::new(text);
-    // Per entry, its last few matching lines (1-based number, text), and per analyzer, the
-    // (0-based) last lines that woke it: both collected last line first (the lines come that
-    // way) and turned around after. An entry or analyzer with all the lines it keeps is
-    // retired, so the earlier lines are not matched against it.
-    let mut hits: Vec<Vec<(usize, &str)>> = vec![Vec::new(); entries.len()];
+    // Per entry, its last few matching lines (1-based number, text), kept in one list as
+    // (entry, line, text), and per analyzer, the (0-based) last lines that woke it: both
+    // collected last line first (the lines come that way). An entry or analyzer with all the
+    // lines it keeps is retired, so the earlier lines are not matched against it.
+    let mut kept = vec![0u8; entries.len()];
+    let mut found: Vec<(usize, usize, &str)> = Vec::with_capacity(64);
     let mut woken: Vec<Woken> = vec![Woken::default(); matcher.first_outcome.len()];
-    let mut seen_on_line: Vec<usize> = Vec::new();
-    // The entries with a matching line: with `by_code_or_state`, the only ones the verdict
-    // looks at (a few hundred entries are not walked for each scan).
-    let mut touched: Vec<usize> = Vec::new();
+    let mut seen_on_line: Vec<usize> = Vec::with_capacity(16);
     let mut on_line = lines_of(text, |i, line, matched, retired| {
         seen_on_line.clear();
         for &p in matched {
@@ -368,14 +366,12 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
                 continue;
             }
             seen_on_line.push(e);
-            if let Some(h) = hits.get_mut(e)
-                && h.len() < Hints::MAX_LINES_PER_ENTRY
+            if let Some(k) = kept.get_mut(e)
+                && usize::from(*k) < Hints::MAX_LINES_PER_ENTRY
             {
-                if h.is_empty() {
-                    touched.push(e);
-                }
-                h.push((i + 1, line));
-                if h.len() == Hints::MAX_LINES_PER_ENTRY {
+                *k += 1;
+                found.push((e, i + 1, line));
+                if usize::from(*k) == Hints::MAX_LINES_PER_ENTRY {
                     matcher.retire_entry(e, retired);
                 }
             }
@@ -391,34 +387,36 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
             }
         }
     }
-    for &e in &touched {
-        if let Some(h) = hits.get_mut(e) {
-            h.reverse();
-        }
-    }
     woken.iter_mut().for_each(|w| {
         w.lines.reverse();
         w.triggers.reverse();
     });
-    // In catalog order, as the verdict rule's last tie-break and the reported matches expect.
+    // By entry, in catalog order (the verdict rule's last tie-break, and the order the
+    // reported matches expect), each entry's lines ascending; with `by_code_or_state`, the only
+    // entries the verdict looks at (a few hundred entries are not walked for each scan).
+    found.sort_unstable_by_key(|&(e, n, _)| (e, n));
+    let mut touched: Vec<usize> = found.iter().map(|f| f.0).collect();
     touched.extend_from_slice(&matcher.by_code_or_state);
     touched.sort_unstable();
+    touched.dedup();
 
-    let mut candidates = Vec::new();
+    let mut candidates = Vec::with_capacity(touched.len() + woken.len());
     // What each candidate would report; made into `HintMatch`es (strings) only for the few
     // that are reported.
-    let mut listed: Vec<(Candidate, Listed<'_>)> = Vec::new();
+    let mut listed: Vec<(Candidate, Listed<'_>)> = Vec::with_capacity(found.len() + touched.len() + woken.len());
+    let mut rest = found.as_slice();
     for &e in &touched {
         let Some(entry) = entries.get(e) else { continue };
-        let entry_hits = hits.get(e).map_or(&[][..], Vec::as_slice);
+        let (entry_hits, after) = rest.split_at(rest.iter().take_while(|f| f.0 == e).count());
+        rest = after;
         if entry_hits.is_empty() && !entry.patterns.is_empty() {
             continue;
         }
         let (state, code) = context_agreement(entry, ctx);
-        if let Some(&(last, _)) = entry_hits.last() {
+        if let Some(&(_, last, _)) = entry_hits.last() {
             let confirmed_by = state.or(code);
             let basis = if confirmed_by.is_some() { Basis::TextConfirmed } else { Basis::TextOnly };
-            for &(n, t) in entry_hits {
+            for &(_, n, t) in entry_hits {
                 let cand = Candidate { entry: e, line: n, basis };
                 listed.push((cand, Listed { text: ListedText::Line(t), confirmed_by: confirmed_by.clone() }));
             }

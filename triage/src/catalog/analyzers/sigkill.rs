@@ -79,25 +79,26 @@ impl Analyzer for SigKill {
         // The kernel's "Out of memory: Killed process N" is memory evidence, not a kill of
         // the job's own process as a shell or launcher reports it.
         let evidence = |i: &usize| !NOT_EVIDENCE.is_match(line(*i));
-        let is_kill = |i: &usize| {
-            let l = line(*i);
+        // `KILL` is the kill triggers in one regex, with `Killed` in any case: a line one of
+        // them woke matches it (unless only the kernel's report made it match), and only a line
+        // that says "killed" in another case can match it without them.
+        let is_kill = |&(&i, &t): &(&usize, &u32)| {
+            let l = line(i);
             if l.contains("Killed process") {
                 KILL.is_match(&l.replace("Killed process", ""))
             } else {
-                KILL.is_match(l)
+                t & KILL_TRIGGERS != 0 || (says_killed(l) && KILL.is_match(l))
             }
         };
-        // `KILL` is the kill triggers in one regex, with `Killed` in any case: only the lines
-        // one of those triggers woke, or that say "killed" in another case, can match it.
         let kill_line = input
             .woken
             .iter()
             .zip(input.triggered)
             .rev()
             .filter(|&(&i, &t)| t & KILL_TRIGGERS != 0 || says_killed(line(i)))
-            .map(|(&i, _)| i)
-            .filter(evidence)
-            .find(is_kill);
+            .filter(|(i, _)| evidence(i))
+            .find(is_kill)
+            .map(|(&i, _)| i);
         let code = input.ctx.exit_code.filter(|c| matches!(c, 137 | -9));
         if kill_line.is_none() && code.is_none() {
             return None;
