@@ -5,8 +5,10 @@
 //! name each one's line and line number, a pattern runs on its line, and an analyzer reads
 //! lines by number. Searching for the `\n` before and after each hit and counting the ones
 //! before it took a tenth of a scan of a few KiB (a `memchr` call costs about 60 instructions
-//! however short the line). Here every `\n` is found once: with AVX2 (found at run time), 32
-//! bytes compared at a time and the matches read from a bit mask; else with `memchr`.
+//! however short the line). Here every `\n` is found once: with AVX2 (found at run time), 64
+//! bytes compared at a time and the matches read from a bit mask; else with `memchr`. The same
+//! pass notes whether the text has an ESC or a 0x9B byte (the 8-bit CSI ends in it), so a
+//! scan knows without another pass whether ANSI escapes must be stripped first.
 
 /// The lines of one text, split at `\n` (a text ending in `\n` has an empty last line, as
 /// `str::split` gives).
@@ -14,7 +16,13 @@ pub(crate) struct Lines<'t> {
     text: &'t str,
     /// Byte position of every `\n`, ascending.
     ends: Vec<usize>,
+    /// Whether the text has an ESC (0x1B) or 0x9B byte.
+    escapes: bool,
 }
+
+/// ESC and 0x9B differ only in the high bit: a byte is one of them when its low 7 bits are ESC.
+const LOW_7: u8 = 0x7F;
+const ESC: u8 = 0x1B;
 
 impl<'t> Lines<'t> {
     pub fn new(text: &'t str) -> Lines<'t> {
@@ -27,19 +35,28 @@ impl<'t> Lines<'t> {
         // About one line per 64 bytes of log text; a longer one costs a reallocation or two.
         let mut ends = Vec::with_capacity(bytes.len() / 64 + 1);
         let mut at = 0;
+        let mut escapes = false;
         #[cfg(target_arch = "x86_64")]
         if vector && std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 (checked just above).
-            at = unsafe { newlines_avx2(bytes, &mut ends) };
+            (at, escapes) = unsafe { newlines_avx2(bytes, &mut ends) };
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = vector;
-        ends.extend(memchr::memchr_iter(b'\n', bytes.get(at..).unwrap_or(&[])).map(|k| at + k));
-        Lines { text, ends }
+        let rest = bytes.get(at..).unwrap_or(&[]);
+        ends.extend(memchr::memchr_iter(b'\n', rest).map(|k| at + k));
+        escapes |= memchr::memchr2(ESC, ESC | !LOW_7, rest).is_some();
+        Lines { text, ends, escapes }
     }
 
     pub fn text(&self) -> &'t str {
         self.text
+    }
+
+    /// Whether the text has a byte that starts or ends an ANSI escape (ESC, or the 0x9B of the
+    /// 8-bit CSI, which some other characters end in too): when not, it has no escapes to strip.
+    pub fn may_have_escapes(&self) -> bool {
+        self.escapes
     }
 
     /// How many lines (one more than the `\n`s).
@@ -74,25 +91,36 @@ impl<'t> Lines<'t> {
     }
 }
 
-/// Appends the position of every `\n` in `bytes` to `ends`, 32 bytes at a time, up to the last
-/// whole 32; returns where it stopped.
+/// Appends the position of every `\n` in `bytes` to `ends`, 64 bytes at a time, up to the last
+/// whole 64; returns where it stopped, and whether those bytes hold an ESC or 0x9B.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn newlines_avx2(bytes: &[u8], ends: &mut Vec<usize>) -> usize {
-    use std::arch::x86_64::{_mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_set1_epi8};
+fn newlines_avx2(bytes: &[u8], ends: &mut Vec<usize>) -> (usize, bool) {
+    use std::arch::x86_64::{
+        __m256i, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256,
+        _mm256_set1_epi8, _mm256_setzero_si256,
+    };
     let newline = _mm256_set1_epi8(b'\n' as i8);
+    let low_7 = _mm256_set1_epi8(LOW_7 as i8);
+    let esc = _mm256_set1_epi8(ESC as i8);
+    let mut escapes = _mm256_setzero_si256();
     let mut at = 0;
-    while let Some(chunk) = bytes.get(at..at + 32) {
-        // SAFETY: `chunk` has 32 bytes, which the unaligned load reads.
-        let v = unsafe { _mm256_loadu_si256(chunk.as_ptr().cast()) };
-        let mut mask = _mm256_movemask_epi8(_mm256_cmpeq_epi8(v, newline)) as u32;
+    while let Some(chunk) = bytes.get(at..at + 64) {
+        // SAFETY: `chunk` has 64 bytes, which the two unaligned loads read.
+        let (a, b): (__m256i, __m256i) =
+            unsafe { (_mm256_loadu_si256(chunk.as_ptr().cast()), _mm256_loadu_si256(chunk.as_ptr().add(32).cast())) };
+        let is_esc = |v| _mm256_cmpeq_epi8(_mm256_and_si256(v, low_7), esc);
+        escapes = _mm256_or_si256(escapes, _mm256_or_si256(is_esc(a), is_esc(b)));
+        let low = _mm256_movemask_epi8(_mm256_cmpeq_epi8(a, newline)) as u32;
+        let high = _mm256_movemask_epi8(_mm256_cmpeq_epi8(b, newline)) as u32;
+        let mut mask = u64::from(low) | u64::from(high) << 32;
         while mask != 0 {
             ends.push(at + mask.trailing_zeros() as usize);
             mask &= mask - 1;
         }
-        at += 32;
+        at += 64;
     }
-    at
+    (at, _mm256_movemask_epi8(escapes) != 0)
 }
 
 #[cfg(test)]
@@ -115,6 +143,7 @@ mod tests {
                 start += raw.len() + 1;
             }
             assert_eq!(lines.line(expected.len()), "");
+            assert_eq!(lines.may_have_escapes(), text.bytes().any(|b| b == 0x1b || b == 0x9b), "{text:?}");
         }
     }
 
@@ -132,6 +161,14 @@ mod tests {
             }
         }
         check("a\r\nb\r\n\r\nc\n");
+        for at in 0..140 {
+            for escape in ["\x1b", "\u{9b}", "\u{11b}", "\u{9a}"] {
+                let mut text = "y".repeat(at);
+                text.push_str(escape);
+                text.push_str(&"z\n".repeat(30));
+                check(&text);
+            }
+        }
         check("\n\n\n");
         check(&"line of a log\n".repeat(40));
     }

@@ -335,9 +335,17 @@ pub(crate) fn scan(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &ScanC
 
 /// [`scan`], finding the matches `how`.
 pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &ScanContext, how: Matching) -> Hints {
-    let stripped = strip_ansi(text);
-    let text: &str = &stripped;
-    let lines = Lines::new(text);
+    // ANSI escapes are stripped first, when the text may have any (the pass that finds the
+    // line ends tells).
+    let unstripped = Lines::new(text);
+    let stripped: String;
+    let lines = if unstripped.may_have_escapes() {
+        stripped = strip_ansi(text).into_owned();
+        Lines::new(&stripped)
+    } else {
+        unstripped
+    };
+    let text = lines.text();
     // Per entry, its last few matching lines (1-based number, text), kept in one list as
     // (entry, line, text), and per analyzer, the (0-based) last lines that woke it: both
     // collected last line first (the lines come that way). An entry or analyzer with all the
