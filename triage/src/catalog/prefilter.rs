@@ -764,7 +764,8 @@ impl Prefilter {
         let finder = finder.get_or_init(|| Box::new(memmem::Finder::new(needle).into_owned()));
         if !scratch.lowered {
             scratch.lower.clear();
-            scratch.lower.extend(line.iter().map(u8::to_ascii_lowercase));
+            scratch.lower.extend_from_slice(line);
+            scratch.lower.make_ascii_lowercase();
             scratch.lowered = true;
         }
         let found = finder.find(&scratch.lower).is_some();
