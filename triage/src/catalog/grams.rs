@@ -269,7 +269,9 @@ impl Grams {
             // The first 8 bytes (as many as the literal has) in one test, the rest (if any)
             // byte by byte.
             let mask = if len >= 8 { u64::MAX } else { (1u64 << (8 * len)) - 1 };
-            if lower_8(load_8(occurrence)) & mask == e.head
+            // (Loaded from the text, not the occurrence: a slice shorter than 8 bytes would be
+            // copied first.)
+            if lower_8(load_8(text.get(start..).unwrap_or(&[]))) & mask == e.head
                 && (len <= 8
                     || self.literals.get(e.index as usize).is_some_and(|lit| {
                         occurrence.get(8..).unwrap_or(&[]).eq_ignore_ascii_case(lit.get(8..).unwrap_or(&[]))
