@@ -257,6 +257,16 @@ fn ansi_colours_do_not_hide_errors() {
 }
 
 #[test]
+fn eight_bit_csi_and_lookalike_bytes_keep_lines_and_numbers() {
+    // U+009B is the 8-bit CSI (bytes C2 9B); `ě` (C4 9B) ends in the same byte and is text.
+    let h = scan("přeskočeno ě\n\u{9b}31mModuleNotFoundError\u{9b}0m: No module named 'x'\nkonec ě\n");
+    assert_eq!(h.verdict, Verdict::Permanent);
+    let evidence = h.evidence.expect("a deciding match");
+    assert_eq!(evidence.text, "ModuleNotFoundError: No module named 'x'");
+    assert_eq!(evidence.line, 2);
+}
+
+#[test]
 fn scan_bytes_tolerates_invalid_utf8_and_crlf() {
     let c = Catalog::builtin();
     let bytes = b"\xff\xfe junk\r\nsh: 1: foo: not found\r\n";
