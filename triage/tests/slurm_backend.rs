@@ -498,6 +498,15 @@ fn slurm_sixty_tasks_batched_a_crash_mid_move_and_two_applies_at_once() {
     let listings: Vec<&str> = listings.lines().filter(|l| l.starts_with("-D -P")).collect();
     assert!((3..=4).contains(&listings.len()), "{listings:?}");
 
+    // Accounting lists a requeued task's new, held incarnation beside the old run, sooner or
+    // later. Wait for it: recovery must release a held task even when its newer run is
+    // already listed (it once took that run for the finished move and left the task held).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !tasks.iter().all(|t| sacct(&aid).iter().any(|r| r.0 == *t && r.1 == "PENDING")) {
+        assert!(Instant::now() < deadline, "the held tasks never showed as pending: {:?}", sacct(&aid));
+        std::thread::sleep(Duration::from_millis(500));
+    }
+
     // Two runs at once: the first to take the ledger's lock finishes the interrupted move
     // (releases the held tasks); neither moves a job twice.
     let spawn = || {

@@ -542,12 +542,18 @@ impl SlurmBackend {
             let Some(v) = by_id.get(&d.job_id).copied() else { continue };
             let decided = v.runs.iter().find(|r| r.key == d.run);
             let newer = v.runs.last().is_some_and(|r| r.key.submit > d.run.submit);
+            // A requeued job keeps its id, and accounting may already list its new, held
+            // incarnation as a newer run: held, the move is not done until it is released.
+            let held = match (d.action, decided) {
+                (Action::Retry, Some(r)) => self.is_held(&r.target).await?,
+                _ => false,
+            };
             let (resolution, end) = match (d.action, decided) {
-                (Action::Retry, _) if newer => (
+                (Action::Retry, _) if newer && !held => (
                     "completed",
                     Entry::Done { id: d.id.clone(), resubmitted: None, canceled: vec![], when: Timestamp::now() },
                 ),
-                (Action::Retry, Some(r)) if r.run.job.state == "REQUEUED" || r.run.job.state == "PENDING" => {
+                (Action::Retry, Some(r)) if held || r.run.job.state == "REQUEUED" || r.run.job.state == "PENDING" => {
                     // Held by `requeuehold`: finish the move.
                     self.update_resources(&r.target, &d.change).await?;
                     self.cli.check("scontrol", &["release", &r.target]).await?;
@@ -788,6 +794,14 @@ impl SlurmBackend {
             out.push(e);
         }
         Ok(out)
+    }
+
+    /// Whether job `target` waits held, as `scontrol requeuehold` leaves it (squeue's reason
+    /// `job requeued in held state`; `JobHeldUser` or `JobHeldAdmin` after a plain hold). A job
+    /// the controller no longer knows is not held.
+    async fn is_held(&self, target: &str) -> Result<bool, BackendError> {
+        let out = self.cli.run("squeue", &["-h", "-j", target, "-t", "PD", "-o", "%r"]).await?;
+        Ok(out.ok() && out.stdout.lines().any(|reason| reason.to_ascii_lowercase().contains("held")))
     }
 
     /// The job a begun resubmission made, found by the comment it was submitted with
