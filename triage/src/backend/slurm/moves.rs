@@ -544,8 +544,9 @@ impl SlurmBackend {
             let newer = v.runs.last().is_some_and(|r| r.key.submit > d.run.submit);
             // A requeued job keeps its id, and accounting may already list its new, held
             // incarnation as a newer run: held, the move is not done until it is released.
+            // (Without a newer run, a held job's own run is the pending one the arm below takes.)
             let held = match (d.action, decided) {
-                (Action::Retry, Some(r)) => self.is_held(&r.target).await?,
+                (Action::Retry, Some(r)) if newer => self.is_held(&r.target).await?,
                 _ => false,
             };
             let (resolution, end) = match (d.action, decided) {

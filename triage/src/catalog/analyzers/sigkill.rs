@@ -82,7 +82,7 @@ impl Analyzer for SigKill {
         // `KILL` is the kill triggers in one regex, with `Killed` in any case: a line one of
         // them woke matches it (unless only the kernel's report made it match), and only a line
         // that says "killed" in another case can match it without them.
-        let is_kill = |&(&i, &t): &(&usize, &u32)| {
+        let is_kill = |(&i, &t): (&usize, &u32)| {
             let l = line(i);
             if l.contains("Killed process") {
                 KILL.is_match(&l.replace("Killed process", ""))
@@ -90,15 +90,8 @@ impl Analyzer for SigKill {
                 t & KILL_TRIGGERS != 0 || (says_killed(l) && KILL.is_match(l))
             }
         };
-        let kill_line = input
-            .woken
-            .iter()
-            .zip(input.triggered)
-            .rev()
-            .filter(|&(&i, &t)| t & KILL_TRIGGERS != 0 || says_killed(line(i)))
-            .filter(|(i, _)| evidence(i))
-            .find(is_kill)
-            .map(|(&i, _)| i);
+        let kill_line =
+            input.woken.iter().zip(input.triggered).rev().find(|&w| is_kill(w) && evidence(w.0)).map(|(&i, _)| i);
         let code = input.ctx.exit_code.filter(|c| matches!(c, 137 | -9));
         if kill_line.is_none() && code.is_none() {
             return None;
