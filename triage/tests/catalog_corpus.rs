@@ -8,7 +8,7 @@
 //! 2. `tests/data/catalog_probes.jsonl`: tails we wrote ourselves, in the same format, to probe
 //!    phrasings the corpus does not have. Same measures and thresholds.
 //!
-//! 3. `fixtures/corpus/own.jsonl`: 2,679 labelled real tails from public sources (same format),
+//! 3. `fixtures/corpus/own.jsonl`: 3,100 labelled real tails from public sources (same format),
 //!    split by a stable hash of the case id ([`held_out`]: FNV-1a 64 of the id's UTF-8 bytes,
 //!    `% 100 < 30`, about 30% of the cases) into a *tuning* share and a *held-out* share.
 //!    Entries are written against dev.jsonl, the probes and the tuning share only; nobody
@@ -255,29 +255,31 @@ fn held_out_split_is_stable() {
     // shares and void the held-out score) fails here.
     assert!(!held_out("own-0001"));
     let (tune, held) = own_shares();
-    assert_eq!((tune.len(), held.len()), (1844, 835), "own.jsonl changed: update the counts");
+    assert_eq!((tune.len(), held.len()), (2139, 961), "own.jsonl changed: update the counts");
 }
 
-/// The floors: the figures measured when own.jsonl last grew (2,679 cases: 1,844 tuning, 835
+/// The floors: the figures measured when own.jsonl last grew (3,100 cases: 2,139 tuning, 961
 /// held out), rounded down to 0.01. **The goal ([`GOAL`]: 0.99 / 0.98 / 0.90 / 0.80) is not met
 /// on the held-out share**; the floors keep main green and catch regressions. Raise them as the
 /// catalog improves; lower one only when new cases join the file, and say so in the log. The
 /// cases own-0600 to own-1321, own-1400 to own-2109, own-2200 to own-2899, own-3000 to
-/// own-3420 and own-3500 to own-3916 were gathered by
+/// own-3420, own-3500 to own-3916 and own-4000 to own-4423 were gathered by
 /// people who had not seen the catalog and scored before any entry was written against them:
 /// what a new domain looks like before tuning (own-1400 to own-1710 on catalog 2026.11.4 as it
 /// was then: 0.915 / 0.980 / 0.664 / 0.708; own-1800 to own-2109, after the entries written
 /// for those: 0.881 / 1.000 / 0.518 / 0.571; own-2200 to own-2899 on 2026.11.4 as it landed:
 /// 0.968 / 0.949 / 0.655 / 0.650; own-3000 to own-3420 on 2026.11.18, after their labels were
 /// reviewed by the text alone: 0.981 / 0.991 / 0.802 / 0.747; own-3500 to own-3916, labelled by
-/// the text alone from the start, on 2026.11.29: 0.970 / 0.931 / 0.763 / 0.726). Labels say what the text alone lets a careful
+/// the text alone from the start, on 2026.11.29: 0.970 / 0.931 / 0.763 / 0.726; own-4000 to
+/// own-4423, the same way, on 2026.11.29 with the entries for both: 0.951 / 0.991 / 0.626 /
+/// 0.714). Labels say what the text alone lets a careful
 /// engineer decide; the first 1,019 were reviewed once more for that, then for consistency
 /// between near-identical texts (`fixtures/corpus/relabels.jsonl` lists the 239 changes and
 /// why): many had followed what the source thread found out later, which no text-only
 /// classifier can see. Coverage was traded for abstention once, on purpose: a glibc heap abort
 /// (double free, stack smashing) is context like a segmentation fault.
-const TUNING_FLOOR: [f64; 4] = [0.99, 0.99, 0.91, 0.85];
-const HELD_OUT_FLOOR: [f64; 4] = [0.99, 0.98, 0.79, 0.80];
+const TUNING_FLOOR: [f64; 4] = [0.99, 0.99, 0.87, 0.84];
+const HELD_OUT_FLOOR: [f64; 4] = [0.98, 0.98, 0.77, 0.77];
 
 #[test]
 fn builtin_catalog_scores_on_the_own_tuning_share() {
