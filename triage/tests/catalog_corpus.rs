@@ -262,19 +262,12 @@ fn held_out_split_is_stable() {
 /// held out), rounded down to 0.01. **The goal ([`GOAL`]: 0.99 / 0.98 / 0.90 / 0.80) is not met
 /// on the held-out share**; the floors keep main green and catch regressions. Raise them as the
 /// catalog improves; lower one only when new cases join the file, and say so in the log. The
-/// cases own-0600 to own-1321, own-1400 to own-2109, own-2200 to own-2899, own-3000 to
-/// own-3420, own-3500 to own-3916 and own-4000 to own-4423 were gathered by
-/// people who had not seen the catalog and scored before any entry was written against them:
-/// what a new domain looks like before tuning (own-1400 to own-1710 on catalog 2026.11.4 as it
-/// was then: 0.915 / 0.980 / 0.664 / 0.708; own-1800 to own-2109, after the entries written
-/// for those: 0.881 / 1.000 / 0.518 / 0.571; own-2200 to own-2899 on 2026.11.4 as it landed:
-/// 0.968 / 0.949 / 0.655 / 0.650; own-3000 to own-3420 on 2026.11.18, after their labels were
-/// reviewed by the text alone: 0.981 / 0.991 / 0.802 / 0.747; own-3500 to own-3916, labelled by
-/// the text alone from the start, on 2026.11.29: 0.970 / 0.931 / 0.763 / 0.726; own-4000 to
-/// own-4423, the same way, on 2026.11.29 with the entries for both: 0.951 / 0.991 / 0.626 /
-/// 0.714). Labels say what the text alone lets a careful
+/// cases from own-0600 on came in batches gathered by people who had not seen the catalog, each
+/// scored before any entry was written against it: what a new domain looks like before tuning
+/// (`fixtures/corpus/README.md` gives each batch's figures, `ROUNDS.md` what each round moved).
+/// Labels say what the text alone lets a careful
 /// engineer decide; the first 1,019 were reviewed once more for that, then for consistency
-/// between near-identical texts (`fixtures/corpus/relabels.jsonl` lists the 239 changes and
+/// between near-identical texts (`fixtures/corpus/relabels.jsonl` lists every change and
 /// why): many had followed what the source thread found out later, which no text-only
 /// classifier can see. Coverage was traded for abstention once, on purpose: a glibc heap abort
 /// (double free, stack smashing) is context like a segmentation fault.
