@@ -30,6 +30,7 @@ use super::entry::Entry;
 use super::hints::ScanContext;
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
+mod allocation_size;
 mod cloud_quota;
 mod crashloop;
 mod cuda_oom;
@@ -38,6 +39,7 @@ mod java_heap;
 mod lean;
 mod missing_output;
 mod nccl_watchdog;
+mod retry_after;
 mod sigkill;
 mod tensor_oom;
 mod time_limit;
@@ -59,6 +61,8 @@ pub(crate) static ALL: &[&dyn Analyzer] = &[
     &cloud_quota::CloudQuota,
     &truncated_download::TruncatedDownload,
     &tensor_oom::TensorOom,
+    &allocation_size::AllocationSize,
+    &retry_after::RetryAfter,
 ];
 
 /// A conclusion an analyzer can reach; shown like a catalog entry.
@@ -169,6 +173,7 @@ pub(crate) fn bytes(number: &str, unit: &str) -> Option<f64> {
         "g" => 1024.0 * 1024.0 * 1024.0,
         "t" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
         "p" => 1024.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        "e" => 1024.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0,
         _ => return None,
     };
     Some(n * mult)
@@ -189,7 +194,10 @@ pub(crate) type Lazy = LazyLock<Regex>;
 
 /// Compile every analyzer's regexes now (see [`crate::catalog::Catalog::warm_up`]).
 pub(crate) fn warm_up() {
-    let all: [&Lazy; 39] = [
+    let all: [&Lazy; 44] = [
+        &allocation_size::UNIT,
+        &allocation_size::BYTES,
+        &allocation_size::GPU,
         &cloud_quota::AWS,
         &cloud_quota::AZURE,
         &cloud_quota::GOOGLE_LIMIT,
@@ -211,6 +219,8 @@ pub(crate) fn warm_up() {
         &java_heap::HEAP_FLAG,
         &missing_output::WAIT,
         &nccl_watchdog::SEQ,
+        &retry_after::WAIT,
+        &retry_after::PART,
         &sigkill::KILL,
         &sigkill::NOT_EVIDENCE,
         &tensor_oom::SHAPE,

@@ -126,6 +126,7 @@ fn sizes_parse_in_binary_units() {
 #[test]
 fn warm_up_names_every_analyzer_regex() {
     let sources = [
+        ("allocation_size", include_str!("allocation_size.rs")),
         ("cloud_quota", include_str!("cloud_quota.rs")),
         ("crashloop", include_str!("crashloop.rs")),
         ("cuda_oom", include_str!("cuda_oom.rs")),
@@ -133,6 +134,7 @@ fn warm_up_names_every_analyzer_regex() {
         ("java_heap", include_str!("java_heap.rs")),
         ("missing_output", include_str!("missing_output.rs")),
         ("nccl_watchdog", include_str!("nccl_watchdog.rs")),
+        ("retry_after", include_str!("retry_after.rs")),
         ("sigkill", include_str!("sigkill.rs")),
         ("tensor_oom", include_str!("tensor_oom.rs")),
         ("time_limit", include_str!("time_limit.rs")),
@@ -147,7 +149,7 @@ fn warm_up_names_every_analyzer_regex() {
             })
         })
         .collect();
-    assert_eq!(declared.len(), 39, "{declared:?}");
+    assert_eq!(declared.len(), 44, "{declared:?}");
     let mod_rs = include_str!("mod.rs");
     // A new analyzer file must be added to `sources` above (every module but the tests and
     // the regex type is one).

@@ -1,0 +1,126 @@
+//! A throttling reply weighed by how long it asks the caller to wait.
+//!
+//! APIs that throttle say when to come back: Azure OpenAI's `Please retry after 86400
+//! seconds`, OpenAI's `Please try again in 7m12s` (Go-style durations, down to `859ms`),
+//! Gemini's `Please retry in 41.569s`, a gateway's `Try again in 43200 seconds`. A wait of
+//! seconds or minutes is a per-minute window: a retry with backoff passes, and the throttling
+//! entries already say so. A wait of **two hours or more** is a daily or monthly quota of the
+//! account's tier that is used up: a job retried within its backoff (seconds to minutes)
+//! fails the same way until the quota resets. Permanent (quota); the hint names the fixes.
+//! Shorter waits give no finding.
+
+use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, outcome, re};
+use crate::model::{EntryClass, Strategy, SuggestedAction};
+
+pub(crate) struct RetryAfter;
+
+const HOURS: &str = "retry-after/hours";
+
+static OUTCOMES: &[Outcome] = &[Outcome {
+    id: HOURS,
+    class: EntryClass::Permanent,
+    category: "quota",
+    action: SuggestedAction::Fail,
+    strategy: Strategy::Abort,
+    priority: 20,
+    hint: "The API throttled the job with a wait of hours: a daily or monthly token or request quota of \
+           the account's tier is used up (e.g. Azure OpenAI's 'retry after 86400 seconds'), not a \
+           per-minute window. A rerun now fails the same way; raise the quota or tier, or schedule the \
+           job after the reset.",
+}];
+
+/// One amount of time: a number and its unit (longest unit names first, so `ms` is not `m`).
+const AMOUNT: &str = r"(\d+(?:\.\d+)?) ?(milliseconds?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)";
+const WAIT_RE: &str = r"(?i)\b(?:retry after|try again (?:in|after)|retry in)\s+((?:\d+(?:\.\d+)? ?(?:milliseconds?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d) ?)+)\b";
+
+static TRIGGERS: &[&str] = &[WAIT_RE];
+
+pub(super) static WAIT: Lazy = Lazy::new(|| re(WAIT_RE));
+pub(super) static PART: Lazy = Lazy::new(|| re(&format!("(?i){AMOUNT}")));
+
+/// A wait this long is a quota's reset, not a throttling window (seconds).
+const QUOTA_WAIT: f64 = 2.0 * 3600.0;
+
+/// The wait a line asks for, in seconds (`7m12s` is 432).
+fn wait(line: &str) -> Option<f64> {
+    let c = WAIT.captures(line)?;
+    let spec = c.get(1)?.as_str();
+    let mut seconds = 0.0;
+    for part in PART.captures_iter(spec) {
+        let n: f64 = part.get(1)?.as_str().parse().ok()?;
+        let unit = part.get(2)?.as_str().to_ascii_lowercase();
+        let scale = match unit.as_str() {
+            "ms" | "millisecond" | "milliseconds" => 0.001,
+            "s" | "sec" | "secs" | "second" | "seconds" => 1.0,
+            "m" | "min" | "mins" | "minute" | "minutes" => 60.0,
+            "h" | "hr" | "hrs" | "hour" | "hours" => 3600.0,
+            _ => 86400.0,
+        };
+        seconds += n * scale;
+    }
+    Some(seconds)
+}
+
+impl Analyzer for RetryAfter {
+    fn triggers(&self) -> &'static [&'static str] {
+        TRIGGERS
+    }
+
+    fn outcomes(&self) -> &'static [Outcome] {
+        OUTCOMES
+    }
+
+    fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
+        let line = |i: usize| input.lines.get(i).copied().unwrap_or_default();
+        let &i = input.woken.last()?;
+        (wait(line(i))? >= QUOTA_WAIT).then(|| Finding {
+            outcome: outcome(OUTCOMES, HOURS),
+            line: i,
+            confirmed_by: None,
+        })
+    }
+
+    fn examples(&self) -> &'static [Example] {
+        &[
+            Example {
+                text: "Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2023-05-15 have \
+                       exceeded token rate limit of your current AIServices S0 pricing tier. Please retry after 86400 seconds.",
+                exit_code: Some(1),
+                expect: Some(HOURS),
+            },
+            Example {
+                text: "Rate limit is exceeded. Try again in 43200 seconds.",
+                exit_code: None,
+                expect: Some(HOURS),
+            },
+            Example {
+                text: "openai.RateLimitError: Error code: 429 - Rate limit reached for gpt-4 on requests per day (RPD): \
+                       Limit 10000, Used 10000, Requested 1. Please try again in 8h38m24s.",
+                exit_code: Some(1),
+                expect: Some(HOURS),
+            },
+            Example {
+                text: "Quota exceeded for the day. Please retry in 3 hours.",
+                exit_code: None,
+                expect: Some(HOURS),
+            },
+            // Per-minute windows: the throttling entries decide.
+            Example { text: "Please retry after 6 seconds.", exit_code: None, expect: None },
+            Example { text: "Rate limit is exceeded. Try again in 59 seconds.", exit_code: None, expect: None },
+            Example { text: "Please retry after 1200 seconds.", exit_code: None, expect: None },
+            Example {
+                text: "Rate limit reached for gpt-4 on tokens per min (TPM): Limit 10000, Used 8554, Requested 3082. Please try again in 9.816s.",
+                exit_code: None,
+                expect: None,
+            },
+            Example { text: "Please try again in 1h30m0s.", exit_code: None, expect: None },
+            Example { text: "Please try again in 859ms.", exit_code: None, expect: None },
+            // The last wait decides: a daily quota's earlier reply, then a short window.
+            Example {
+                text: "Please retry after 86400 seconds.\nWARN  GET https://registry.npmjs.org/x error. Will retry in 10 seconds.",
+                exit_code: None,
+                expect: None,
+            },
+        ]
+    }
+}
