@@ -18,7 +18,11 @@
 //! - The request alone is more than the whole limit (a limit of 0 included): no rerun fits
 //!   until someone raises the quota or shrinks the request. Permanent.
 //! - The request fits the limit and other work holds the rest (usage + request > limit, with
-//!   usage > 0): the quota frees up as that work finishes. Transient.
+//!   usage > 0): the quota frees up as that work finishes. Transient where the usage is jobs
+//!   (AWS counts a service's training or processing jobs, Kubernetes a namespace's pods).
+//!   Azure's regional and family vCPU quotas count every VM and scale set of the subscription:
+//!   long-lived VMs hold them as well as batch pools that scale down, and the text does not say
+//!   which, so that case is context (unknown, with the numbers in the hint's terms).
 //! - Google's `Limit: N` alone with N > 0 does not say what was asked or what is in use: no
 //!   finding (the text decides through the entries, or stays unknown).
 
@@ -29,6 +33,7 @@ pub(crate) struct CloudQuota;
 
 const TOO_LARGE: &str = "cloud-quota/request-exceeds-limit";
 const HELD: &str = "cloud-quota/held-by-other-work";
+const HELD_VMS: &str = "cloud-quota/held-by-other-vms";
 
 static OUTCOMES: &[Outcome] = &[
     Outcome {
@@ -51,6 +56,18 @@ static OUTCOMES: &[Outcome] = &[
         priority: 20,
         hint: "The request fits the quota, but other running work holds the rest of it at the moment: the \
                quota frees up as that work finishes. Retry later with backoff, or run fewer jobs at once.",
+    },
+    Outcome {
+        id: HELD_VMS,
+        class: EntryClass::Context,
+        category: "quota",
+        action: SuggestedAction::Escalate,
+        strategy: Strategy::ManualIntervention,
+        priority: 20,
+        hint: "The request fits the subscription's vCPU quota, but the subscription's other VMs and scale sets \
+               hold the rest of it. If they are batch pools or jobs that end, a later retry fits; if they are \
+               long-lived VMs, it never does. Check what holds the quota (az vm list-usage) before retrying, \
+               and ask for a quota increase or a smaller VM size if it stays.",
     },
 ];
 
@@ -157,8 +174,11 @@ fn weigh(limit: f64, usage: Option<f64>, request: f64) -> Option<&'static str> {
 
 /// The outcome one line supports, if any.
 fn judge(line: &str) -> Option<&'static str> {
-    if let Some([limit, used, request]) = numbers::<3>(&AWS, line).or_else(|| numbers::<3>(&AZURE, line)) {
+    if let Some([limit, used, request]) = numbers::<3>(&AWS, line) {
         return weigh(limit, Some(used), request);
+    }
+    if let Some([limit, used, request]) = numbers::<3>(&AZURE, line) {
+        return weigh(limit, Some(used), request).map(|id| if id == HELD { HELD_VMS } else { id });
     }
     if KUBERNETES.is_match(line) {
         return judge_kubernetes(line);
@@ -225,7 +245,7 @@ impl Analyzer for CloudQuota {
                        quota. Additional details - Deployment Model: Resource Manager, Location: eastus2, Current \
                        Limit: 4, Current Usage: 4, Additional Required: 2, (Minimum) New Limit Required: 6.",
                 exit_code: None,
-                expect: Some(HELD),
+                expect: Some(HELD_VMS),
             },
             Example {
                 text: "ERROR: (gcloud.compute.instances.create) Could not fetch resource:\n - Quota \
