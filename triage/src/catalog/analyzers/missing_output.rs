@@ -4,7 +4,9 @@
 //! due to filesystem latency.` The wait is the evidence:
 //!
 //! - After a short wait (up to [`SHORT_WAIT_SECS`], the default is 5 s) a shared filesystem
-//!   may simply not have shown the file yet: transient, retry with a longer `--latency-wait`.
+//!   may simply not have shown the file yet, or the command wrote nothing: the wait is too
+//!   short to tell them apart. Context (unknown), with the test that does: retry once with a
+//!   longer `--latency-wait`.
 //! - After a long wait (at least [`LONG_WAIT_SECS`]) latency is ruled out: the rule's command
 //!   did not write what the rule declares (a wrong path or name, a tool that silently did
 //!   nothing). Permanent, despite the latency hint in the message.
@@ -23,14 +25,15 @@ const LONG_WAIT_SECS: u64 = 60;
 static OUTCOMES: &[Outcome] = &[
     Outcome {
         id: SHORT,
-        class: EntryClass::Transient,
+        class: EntryClass::Context,
         category: "filesystem_latency",
-        action: SuggestedAction::Retry,
-        strategy: Strategy::RetryImmediate,
+        action: SuggestedAction::Escalate,
+        strategy: Strategy::ManualIntervention,
         priority: 10,
-        hint: "The workflow engine waited only a few seconds for the rule's output on a shared filesystem, \
-               which may not have shown it yet. Retry with a longer latency wait (--latency-wait 60); if the \
-               file is still missing, the command did not write it.",
+        hint: "The workflow engine waited only a few seconds for the rule's output: a shared filesystem may \
+               not have shown it yet, or the command wrote nothing, and a wait this short cannot tell them \
+               apart. Retry once with a longer latency wait (--latency-wait 60); if the file is still \
+               missing, the command did not write it (fix the rule or the command).",
     },
     Outcome {
         id: LONG,
