@@ -44,6 +44,7 @@ mod sigkill;
 mod tensor_oom;
 mod time_limit;
 mod truncated_download;
+mod xla_memory;
 
 #[cfg(test)]
 mod tests;
@@ -63,6 +64,7 @@ pub(crate) static ALL: &[&dyn Analyzer] = &[
     &tensor_oom::TensorOom,
     &allocation_size::AllocationSize,
     &retry_after::RetryAfter,
+    &xla_memory::XlaMemory,
 ];
 
 /// A conclusion an analyzer can reach; shown like a catalog entry.
@@ -194,7 +196,7 @@ pub(crate) type Lazy = LazyLock<Regex>;
 
 /// Compile every analyzer's regexes now (see [`crate::catalog::Catalog::warm_up`]).
 pub(crate) fn warm_up() {
-    let all: [&Lazy; 44] = [
+    let all: [&Lazy; 46] = [
         &allocation_size::UNIT,
         &allocation_size::BYTES,
         &allocation_size::GPU,
@@ -239,6 +241,8 @@ pub(crate) fn warm_up() {
         &truncated_download::HASH,
         &truncated_download::PROGRESS,
         &truncated_download::SIZE,
+        &xla_memory::SPACE,
+        &xla_memory::RESERVE,
     ];
     for re in all {
         LazyLock::force(re);

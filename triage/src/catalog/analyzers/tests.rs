@@ -139,6 +139,7 @@ fn warm_up_names_every_analyzer_regex() {
         ("tensor_oom", include_str!("tensor_oom.rs")),
         ("time_limit", include_str!("time_limit.rs")),
         ("truncated_download", include_str!("truncated_download.rs")),
+        ("xla_memory", include_str!("xla_memory.rs")),
     ];
     let declared: Vec<String> = sources
         .iter()
@@ -149,7 +150,7 @@ fn warm_up_names_every_analyzer_regex() {
             })
         })
         .collect();
-    assert_eq!(declared.len(), 44, "{declared:?}");
+    assert_eq!(declared.len(), 46, "{declared:?}");
     let mod_rs = include_str!("mod.rs");
     // A new analyzer file must be added to `sources` above (every module but the tests and
     // the regex type is one).
