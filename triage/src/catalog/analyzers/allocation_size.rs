@@ -18,7 +18,7 @@
 //! PyTorch's `Tried to allocate` is GPU memory, which the `cuda-oom` analyzer weighs against
 //! the GPU's capacity; here it counts only at a terabyte.
 
-use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, bytes, outcome, re};
+use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, bytes, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
 pub(crate) struct AllocationSize;
@@ -93,10 +93,9 @@ impl Analyzer for AllocationSize {
     }
 
     fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
-        let line = |i: usize| input.lines.get(i).copied().unwrap_or_default();
         input.woken.iter().rev().find_map(|&i| {
-            let host = [&UNIT, &BYTES].into_iter().filter_map(|r| size(r, line(i))).fold(0.0, f64::max);
-            let gpu = size(&GPU, line(i)).unwrap_or(0.0);
+            let host = [&UNIT, &BYTES].into_iter().filter_map(|r| size(r, input.line(i))).fold(0.0, f64::max);
+            let gpu = size(&GPU, input.line(i)).unwrap_or(0.0);
             let id = if host.max(gpu) >= TERABYTE {
                 TERABYTES
             } else if host >= NODE {
@@ -104,7 +103,7 @@ impl Analyzer for AllocationSize {
             } else {
                 return None;
             };
-            Some(Finding { outcome: outcome(OUTCOMES, id), line: i, confirmed_by: None })
+            Some(Finding::text(OUTCOMES, id, i))
         })
     }
 

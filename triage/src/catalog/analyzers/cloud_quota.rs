@@ -26,7 +26,7 @@
 //! - Google's `Limit: N` alone with N > 0 does not say what was asked or what is in use: no
 //!   finding (the text decides through the entries, or stays unknown).
 
-use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, outcome, re};
+use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
 pub(crate) struct CloudQuota;
@@ -203,7 +203,7 @@ impl Analyzer for CloudQuota {
         // The last refusal with numbers that decide.
         input.woken.iter().rev().find_map(|&i| {
             let id = judge(input.lines.get(i)?)?;
-            Some(Finding { outcome: outcome(OUTCOMES, id), line: i, confirmed_by: None })
+            Some(Finding::text(OUTCOMES, id, i))
         })
     }
 

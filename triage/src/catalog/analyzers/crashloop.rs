@@ -10,7 +10,7 @@
 //!   same way every time it was started. Permanent.
 //! - An OOM kill (exit 137, `OOMKilled`) is left to the memory entries.
 
-use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, outcome, re};
+use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
 pub(crate) struct CrashLoop;
@@ -84,7 +84,7 @@ impl Analyzer for CrashLoop {
             _ if restarts >= MIN_RESTARTS => FAILS,
             _ => return None,
         };
-        Some(Finding { outcome: outcome(OUTCOMES, id), line: c, confirmed_by: None })
+        Some(Finding::text(OUTCOMES, id, c))
     }
 
     fn examples(&self) -> &'static [Example] {

@@ -19,7 +19,7 @@
 //! - Anything else stays with the `cuda-out-of-memory` entry (context): the job's own tensors
 //!   may or may not fit next time.
 
-use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, bytes, outcome, re};
+use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, bytes, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
 pub(crate) struct CudaOom;
@@ -126,7 +126,7 @@ impl Analyzer for CudaOom {
             (_, Some(free)) if request <= free => FRAGMENTED,
             _ => return None,
         };
-        Some(Finding { outcome: outcome(OUTCOMES, id), line: i, confirmed_by: None })
+        Some(Finding::text(OUTCOMES, id, i))
     }
 
     fn examples(&self) -> &'static [Example] {

@@ -8,7 +8,7 @@
 //! entry says about the panic line. Priority 12: above `go-nil-dereference` (11) and the `segfault` context entry (10), which the
 //! runtime's `[signal SIGSEGV: segmentation violation]` line also matches.
 
-use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, outcome, re};
+use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
 pub(crate) struct GoPanic;
@@ -62,7 +62,7 @@ impl Analyzer for GoPanic {
         let g = input.woken.iter().find(|&&i| i > p && i <= p + HEADER_WITHIN)?;
         let n: u64 = GOROUTINE.captures(input.lines.get(*g)?)?.get(1)?.as_str().parse().ok()?;
         let id = if n == 1 { MAIN } else { OTHER };
-        Some(Finding { outcome: outcome(OUTCOMES, id), line: p, confirmed_by: None })
+        Some(Finding::text(OUTCOMES, id, p))
     }
 
     fn examples(&self) -> &'static [Example] {

@@ -17,7 +17,7 @@
 //! The JVM limits that no heap size cures (`Requested array size exceeds VM limit`) and a
 //! heap the JVM cannot even reserve stay with the `java-heap` entry (permanent).
 
-use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, bytes, outcome, re};
+use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, bytes, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
 pub(crate) struct JavaHeap;
@@ -77,7 +77,7 @@ impl Analyzer for JavaHeap {
                 c.get(1).and_then(|n| bytes(n.as_str(), unit)).is_some()
             })
         });
-        Some(Finding { outcome: outcome(OUTCOMES, if fixed { FIXED } else { SIZED }), line: i, confirmed_by: None })
+        Some(Finding::text(OUTCOMES, if fixed { FIXED } else { SIZED }, i))
     }
 
     fn examples(&self) -> &'static [Example] {

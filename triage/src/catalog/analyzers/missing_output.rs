@@ -11,7 +11,7 @@
 //!   did not write what the rule declares (a wrong path or name, a tool that silently did
 //!   nothing). Permanent, despite the latency hint in the message.
 
-use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, outcome, re};
+use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
 pub(crate) struct MissingOutput;
@@ -71,7 +71,7 @@ impl Analyzer for MissingOutput {
         } else {
             return None;
         };
-        Some(Finding { outcome: outcome(OUTCOMES, id), line: i, confirmed_by: None })
+        Some(Finding::text(OUTCOMES, id, i))
     }
 
     fn examples(&self) -> &'static [Example] {

@@ -113,7 +113,12 @@ pub(crate) struct Input<'a> {
     pub ctx: &'a ScanContext,
 }
 
-impl Input<'_> {
+impl<'a> Input<'a> {
+    /// Line `i` of the text (empty past the end).
+    pub fn line(&self, i: usize) -> &'a str {
+        self.lines.get(i).copied().unwrap_or_default()
+    }
+
     /// The woken lines that one of the triggers in `mask` (bit `t` for trigger `t`) matched,
     /// in order.
     pub fn woken_by(&self, mask: u32) -> impl DoubleEndedIterator<Item = usize> + '_ {
@@ -136,6 +141,13 @@ pub(crate) struct Finding {
     pub line: usize,
     /// Set when the exit code or scheduler state took part (e.g. `exit code 137`).
     pub confirmed_by: Option<String>,
+}
+
+impl Finding {
+    /// Outcome `id` (one of `outcomes`) on line `line`, found in the text alone.
+    pub fn text(outcomes: &[Outcome], id: &str, line: usize) -> Finding {
+        Finding { outcome: outcome(outcomes, id), line, confirmed_by: None }
+    }
 }
 
 /// One example of an analyzer: the text, its exit code, and the outcome id it must reach

@@ -18,7 +18,7 @@
 //! - In between, or with no sequence number at all, nothing shows progress: the
 //!   `nccl-timeout` context entry decides (unknown).
 
-use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, outcome, re};
+use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
 pub(crate) struct NcclWatchdog;
@@ -91,7 +91,7 @@ impl Analyzer for NcclWatchdog {
         } else {
             return None;
         };
-        Some(Finding { outcome: outcome(OUTCOMES, id), line, confirmed_by: None })
+        Some(Finding::text(OUTCOMES, id, line))
     }
 
     fn examples(&self) -> &'static [Example] {

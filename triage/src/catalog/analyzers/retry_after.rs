@@ -9,7 +9,7 @@
 //! fails the same way until the quota resets. Permanent (quota); the hint names the fixes.
 //! Shorter waits give no finding.
 
-use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, outcome, re};
+use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
 pub(crate) struct RetryAfter;
@@ -29,14 +29,23 @@ static OUTCOMES: &[Outcome] = &[Outcome {
            job after the reset.",
 }];
 
-/// One amount of time: a number and its unit (longest unit names first, so `ms` is not `m`).
-const AMOUNT: &str = r"(\d+(?:\.\d+)?) ?(milliseconds?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)";
-const WAIT_RE: &str = r"(?i)\b(?:retry after|try again (?:in|after)|retry in)\s+((?:\d+(?:\.\d+)? ?(?:milliseconds?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d) ?)+)\b";
+/// The units of time the replies use, longest names first (so `ms` is not read as `m`).
+macro_rules! units {
+    () => {
+        "milliseconds?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d"
+    };
+}
+
+/// One amount of time: a number and its unit.
+const AMOUNT: &str = concat!(r"(?i)(\d+(?:\.\d+)?) ?(", units!(), ")");
+/// A wait: one or more amounts (`7m12s`, `86400 seconds`).
+const WAIT_RE: &str =
+    concat!(r"(?i)\b(?:retry after|try again (?:in|after)|retry in)\s+((?:\d+(?:\.\d+)? ?(?:", units!(), r") ?)+)\b");
 
 static TRIGGERS: &[&str] = &[WAIT_RE];
 
 pub(super) static WAIT: Lazy = Lazy::new(|| re(WAIT_RE));
-pub(super) static PART: Lazy = Lazy::new(|| re(&format!("(?i){AMOUNT}")));
+pub(super) static PART: Lazy = Lazy::new(|| re(AMOUNT));
 
 /// A wait this long is a quota's reset, not a throttling window (seconds).
 const QUOTA_WAIT: f64 = 2.0 * 3600.0;
@@ -71,13 +80,8 @@ impl Analyzer for RetryAfter {
     }
 
     fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
-        let line = |i: usize| input.lines.get(i).copied().unwrap_or_default();
         let &i = input.woken.last()?;
-        (wait(line(i))? >= QUOTA_WAIT).then(|| Finding {
-            outcome: outcome(OUTCOMES, HOURS),
-            line: i,
-            confirmed_by: None,
-        })
+        (wait(input.line(i))? >= QUOTA_WAIT).then(|| Finding::text(OUTCOMES, HOURS, i))
     }
 
     fn examples(&self) -> &'static [Example] {

@@ -75,15 +75,14 @@ impl Analyzer for SigKill {
     }
 
     fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
-        let line = |i: usize| input.lines.get(i).copied().unwrap_or("");
         // The kernel's "Out of memory: Killed process N" is memory evidence, not a kill of
         // the job's own process as a shell or launcher reports it.
-        let evidence = |i: &usize| !NOT_EVIDENCE.is_match(line(*i));
+        let evidence = |i: &usize| !NOT_EVIDENCE.is_match(input.line(*i));
         // `KILL` is the kill triggers in one regex, with `Killed` in any case: a line one of
         // them woke matches it (unless only the kernel's report made it match), and only a line
         // that says "killed" in another case can match it without them.
         let is_kill = |(&i, &t): (&usize, &u32)| {
-            let l = line(i);
+            let l = input.line(i);
             if l.contains("Killed process") {
                 KILL.is_match(&l.replace("Killed process", ""))
             } else {

@@ -27,7 +27,7 @@
 //! hbm. Used 21.95G of 15.48G hbm. Exceeded hbm capacity by 6.47G.` The program's static
 //! requirement is larger than the device: permanent.
 
-use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, bytes, outcome, re};
+use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, bytes, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
 pub(crate) struct TensorOom;
@@ -206,7 +206,7 @@ impl Analyzer for TensorOom {
         let &i = input.woken.last()?;
         let lines = input.lines;
         let line = *lines.get(i)?;
-        let found = |id| Some(Finding { outcome: outcome(OUTCOMES, id), line: i, confirmed_by: None });
+        let found = |id| Some(Finding::text(OUTCOMES, id, i));
         if let Some(exceeds) = program_exceeds(line) {
             return if exceeds { found(PROGRAM) } else { None };
         }

@@ -11,7 +11,7 @@
 //! A bar that reached the full size, or a size check whose expected size is 0 or below what
 //! arrived (wrong metadata, not a cut transfer), gives no finding.
 
-use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, outcome, re};
+use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
 pub(crate) struct TruncatedDownload;
@@ -54,21 +54,23 @@ impl Analyzer for TruncatedDownload {
     }
 
     fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
-        let line = |i: usize| input.lines.get(i).copied().unwrap_or_default();
-        let &f = input.woken.iter().rev().find(|&&i| HASH.is_match(line(i)) || SIZE.is_match(line(i)))?;
-        let cut = if let Some(c) = SIZE.captures(line(f)) {
+        let &f = input.woken.iter().rev().find(|&&i| HASH.is_match(input.line(i)) || SIZE.is_match(input.line(i)))?;
+        let cut = if let Some(c) = SIZE.captures(input.line(f)) {
             let expected: u64 = c.get(1)?.as_str().parse().ok()?;
             let got: u64 = c.get(2)?.as_str().parse().ok()?;
             expected > 0 && got < expected
         } else {
-            let &p =
-                input.woken.iter().rev().find(|&&i| i < f && f - i <= PROGRESS_WITHIN && PROGRESS.is_match(line(i)))?;
-            let c = PROGRESS.captures(line(p))?;
+            let &p = input
+                .woken
+                .iter()
+                .rev()
+                .find(|&&i| i < f && f - i <= PROGRESS_WITHIN && PROGRESS.is_match(input.line(i)))?;
+            let c = PROGRESS.captures(input.line(p))?;
             let done: f64 = c.get(1)?.as_str().parse().ok()?;
             let total: f64 = c.get(2)?.as_str().parse().ok()?;
             done < total
         };
-        cut.then(|| Finding { outcome: outcome(OUTCOMES, CUT), line: f, confirmed_by: None })
+        cut.then(|| Finding::text(OUTCOMES, CUT, f))
     }
 
     fn examples(&self) -> &'static [Example] {

@@ -12,7 +12,7 @@
 //!   the job's own. Permanent. A request that fits the free memory but not the reservable
 //!   part is fragmentation: no finding (the `cuda-out-of-memory` entry's context decides).
 
-use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, bytes, outcome, re};
+use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, bytes, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
 pub(crate) struct XlaMemory;
@@ -57,10 +57,9 @@ impl Analyzer for XlaMemory {
     }
 
     fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
-        let line = |i: usize| input.lines.get(i).copied().unwrap_or_default();
         input.woken.iter().rev().find_map(|&i| {
-            let (needed, available) = sizes(&SPACE, line(i)).or_else(|| sizes(&RESERVE, line(i)))?;
-            (needed > available).then(|| Finding { outcome: outcome(OUTCOMES, TOO_LARGE), line: i, confirmed_by: None })
+            let (needed, available) = sizes(&SPACE, input.line(i)).or_else(|| sizes(&RESERVE, input.line(i)))?;
+            (needed > available).then(|| Finding::text(OUTCOMES, TOO_LARGE, i))
         })
     }
 
