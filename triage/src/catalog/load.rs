@@ -16,8 +16,15 @@ use super::entry::{Entry, Origin, Patch, RawEntry, RawFile, compile_one, valid_i
 use super::error::CatalogError;
 use super::scan::{BuildError, Matcher};
 
-/// The embedded default catalog.
-pub(crate) const BUILTIN_TOML: &str = include_str!("../../catalog/default.toml");
+/// The embedded default catalog, as loaded: `catalog/default.toml` with every `examples` and
+/// `counter_examples` value emptied, each entry on its own line still (written by `build.rs`:
+/// a process neither keeps nor checks the embedded examples, and parsing them was about half
+/// of every start's parsing and of the catalog's pages in memory).
+pub(crate) const BUILTIN_TOML: &str = include_str!(concat!(env!("OUT_DIR"), "/default.rules.toml"));
+
+/// The embedded default catalog as written, examples and all: read only by
+/// [`builtin_examples`].
+const BUILTIN_FULL_TOML: &str = include_str!("../../catalog/default.toml");
 
 /// The name errors and `Entry::source` use for the embedded catalog.
 pub(crate) const BUILTIN_NAME: &str = "builtin:catalog/default.toml";
@@ -86,7 +93,8 @@ impl Merger {
             let mut patch = raw_entry.into_patch(&origin)?;
             if !check {
                 // The embedded catalog's examples are checked by the test suite, not at load:
-                // they stay in the embedded text (see `builtin_examples`), not in memory.
+                // they stay in the embedded text as written (see `builtin_examples`), not in
+                // memory, and `BUILTIN_TOML` has none.
                 patch.examples = None;
                 patch.counter_examples = None;
             }
@@ -195,8 +203,8 @@ pub(crate) type Examples = HashMap<String, (Vec<String>, Vec<String>)>;
 /// The embedded catalog's examples and counter-examples, by entry id (read from the embedded
 /// text: a loaded catalog does not keep them).
 pub(crate) fn builtin_examples() -> Examples {
-    parse_by_entry(BUILTIN_TOML)
-        .or_else(|| parse_whole(Path::new(BUILTIN_NAME), BUILTIN_TOML).ok())
+    parse_by_entry(BUILTIN_FULL_TOML)
+        .or_else(|| parse_whole(Path::new(BUILTIN_NAME), BUILTIN_FULL_TOML).ok())
         .map(|(_, entries)| entries)
         .unwrap_or_default()
         .into_iter()
@@ -311,4 +319,32 @@ fn check_examples(entry: &Entry, origin: &Origin, patterns_origin: &Origin) -> R
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The embedded text as loaded is the file as written with only its examples emptied:
+    /// the same version, the same entries on the same lines, every other field the same.
+    #[test]
+    fn embedded_rules_are_the_catalog_without_its_examples() {
+        let (full_version, full) = parse_by_entry(BUILTIN_FULL_TOML).expect("the catalog parses entry by entry");
+        let (version, rules) = parse_by_entry(BUILTIN_TOML).expect("the embedded rules parse entry by entry");
+        assert_eq!(version, full_version);
+        assert_eq!(rules.len(), full.len());
+        assert!(BUILTIN_TOML.len() < BUILTIN_FULL_TOML.len() * 2 / 3, "the examples are most of what is left out");
+        assert_eq!(BUILTIN_TOML.lines().count(), BUILTIN_FULL_TOML.lines().count());
+        let mut with_examples = 0;
+        for ((line, rule), (full_line, mut entry)) in rules.into_iter().zip(full) {
+            assert_eq!(line, full_line, "entry {} moved", entry.id);
+            assert_eq!(rule.examples.as_deref(), entry.examples.as_ref().map(|_| &[][..]), "{}", entry.id);
+            assert_eq!(rule.counter_examples.as_deref(), entry.counter_examples.as_ref().map(|_| &[][..]));
+            with_examples += usize::from(entry.examples.as_ref().is_some_and(|e| !e.is_empty()));
+            entry.examples = rule.examples.clone();
+            entry.counter_examples = rule.counter_examples.clone();
+            assert_eq!(format!("{rule:?}"), format!("{entry:?}"));
+        }
+        assert!(with_examples > 100, "the written catalog has its examples ({with_examples} entries)");
+    }
 }
