@@ -45,37 +45,49 @@ enum Owner {
     Analyzer(usize, usize),
 }
 
-/// One pattern: its text, whose it is, and its matcher, compiled when a scan first needs it.
+/// One pattern: whose it is, and its matcher, compiled when a scan first needs it. Its text is
+/// its owner's (the entry's, or the analyzer's trigger), not copied: [`Pattern::text`].
 #[derive(Debug, Clone)]
 struct Pattern {
-    text: String,
     owner: Owner,
     compiled: OnceLock<Option<meta::Regex>>,
 }
 
 impl Pattern {
-    fn regex(&self) -> Option<&meta::Regex> {
+    /// The pattern's text, from `entries` (the catalog's, which the matcher was built from) or
+    /// the analyzer's triggers.
+    fn text<'e>(&self, entries: &'e [Entry]) -> &'e str {
+        match self.owner {
+            Owner::Entry(e, p) => entries.get(e).and_then(|e| e.patterns.get(p)).map_or("", String::as_str),
+            Owner::Analyzer(a, t) => analyzers::ALL.get(a).and_then(|a| a.triggers().get(t).copied()).unwrap_or(""),
+        }
+    }
+
+    fn regex(&self, entries: &[Entry]) -> Option<&meta::Regex> {
         self.compiled
-            .get_or_init(|| match compile_matcher(&self.text) {
-                Ok(re) => Some(re),
-                Err(e) => {
-                    // Not reached for a checked catalog: user patterns are compiled at load
-                    // (their examples), the embedded ones by the test suite.
-                    tracing::error!(pattern = %self.text, error = %e, "catalog pattern does not compile; it matches nothing");
-                    None
+            .get_or_init(|| {
+                let text = self.text(entries);
+                match compile_matcher(text) {
+                    Ok(re) => Some(re),
+                    Err(e) => {
+                        // Not reached for a checked catalog: user patterns are compiled at load
+                        // (their examples), the embedded ones by the test suite.
+                        tracing::error!(pattern = %text, error = %e, "catalog pattern does not compile; it matches nothing");
+                        None
+                    }
                 }
             })
             .as_ref()
     }
 
-    fn is_match(&self, line: &[u8]) -> bool {
-        self.regex().is_some_and(|re| re.is_match(line))
+    fn is_match(&self, entries: &[Entry], line: &[u8]) -> bool {
+        self.regex(entries).is_some_and(|re| re.is_match(line))
     }
 
     /// Whether a match starts at one of `starts` (offsets into `line`): the regex runs
     /// anchored there, over the match's length rather than the line's.
-    fn is_match_at(&self, line: &[u8], starts: impl Iterator<Item = usize>) -> bool {
-        let Some(re) = self.regex() else { return false };
+    fn is_match_at(&self, entries: &[Entry], line: &[u8], starts: impl Iterator<Item = usize>) -> bool {
+        let Some(re) = self.regex(entries) else { return false };
         let mut input = regex_automata::Input::new(line).anchored(Anchored::Yes).earliest(true);
         starts.into_iter().any(|at| {
             input.set_start(at);
@@ -147,48 +159,46 @@ pub(crate) struct BuildError {
 impl Matcher {
     /// Parse the patterns of `entries` and the triggers of [`analyzers::ALL`] and build their
     /// prefilter (see `prefilter.rs`); the regexes compile on first use. `first_outcome` gives,
-    /// per analyzer, where its outcomes start in `entries`.
+    /// per analyzer, where its outcomes start in `entries`. Every scan passes the same
+    /// `entries` (the patterns' texts are read from them, not copied).
     pub fn build(entries: &[Entry], first_outcome: Vec<usize>) -> Result<Matcher, BuildError> {
         let mut patterns = Vec::new();
         let mut entry_patterns = Vec::with_capacity(entries.len());
         for (e, entry) in entries.iter().enumerate() {
             let start = patterns.len();
-            for (p, pattern) in entry.patterns.iter().enumerate() {
-                patterns.push((pattern.clone(), Owner::Entry(e, p)));
-            }
+            patterns.extend((0..entry.patterns.len()).map(|p| Owner::Entry(e, p)));
             entry_patterns.push(start..patterns.len());
         }
         let mut analyzer_patterns = Vec::with_capacity(analyzers::ALL.len());
         for (a, analyzer) in analyzers::ALL.iter().enumerate() {
             let start = patterns.len();
-            for (t, trigger) in analyzer.triggers().iter().enumerate() {
-                patterns.push((trigger.to_string(), Owner::Analyzer(a, t)));
-            }
+            patterns.extend((0..analyzer.triggers().len()).map(|t| Owner::Analyzer(a, t)));
             analyzer_patterns.push(start..patterns.len());
         }
         let mut needs = Vec::with_capacity(patterns.len());
         let mut anchoring = Vec::with_capacity(patterns.len());
         let mut matching_empty = Vec::new();
         let mut built = Vec::with_capacity(patterns.len());
-        for (text, owner) in patterns {
+        for owner in patterns {
             let blame = match owner {
                 Owner::Entry(e, p) => Some((e, p)),
                 Owner::Analyzer(..) => None,
             };
-            let analysis = prefilter::analyze(&text).map_err(|message| BuildError { pattern: blame, message })?;
-            let compiled = OnceLock::new();
+            let pattern = Pattern { owner, compiled: OnceLock::new() };
+            let text = pattern.text(entries);
+            let analysis = prefilter::analyze(text).map_err(|message| BuildError { pattern: blame, message })?;
             if analysis.may_match_empty {
-                let re = compile_matcher(&text).map_err(|message| BuildError { pattern: blame, message })?;
+                let re = compile_matcher(text).map_err(|message| BuildError { pattern: blame, message })?;
                 if let Some(b) = blame
                     && re.is_match(&b""[..])
                 {
                     matching_empty.push(b);
                 }
-                let _ = compiled.set(Some(re));
+                let _ = pattern.compiled.set(Some(re));
             }
             needs.push(analysis.need);
             anchoring.push(analysis.anchoring);
-            built.push(Pattern { text, owner, compiled });
+            built.push(pattern);
         }
         let prefilter = Prefilter::build(&needs, anchoring);
         let by_code_or_state = entries
@@ -217,11 +227,11 @@ impl Matcher {
 
     /// Indices (within the entry) of the patterns of entry `entry` that match `line`.
     #[cfg(test)]
-    pub fn patterns_of_entry_matching(&self, entry: usize, line: &str) -> Vec<usize> {
+    pub fn patterns_of_entry_matching(&self, entries: &[Entry], entry: usize, line: &str) -> Vec<usize> {
         self.patterns
             .iter()
             .filter_map(|p| match p.owner {
-                Owner::Entry(e, i) if e == entry && p.is_match(line.as_bytes()) => Some(i),
+                Owner::Entry(e, i) if e == entry && p.is_match(entries, line.as_bytes()) => Some(i),
                 _ => None,
             })
             .collect()
@@ -234,6 +244,7 @@ impl Matcher {
     /// lines before.
     pub(crate) fn for_each_line_match<'t>(
         &self,
+        entries: &[Entry],
         lines: &Lines<'t>,
         mut visit: impl FnMut(usize, &'t str, &[usize], &mut Retired<'_>),
     ) {
@@ -246,8 +257,8 @@ impl Matcher {
                 let Some(pattern) = self.patterns.get(p) else { continue };
                 let found = self.prefilter.is_anchor(p)
                     || match self.prefilter.starts(p, hits) {
-                        Some(starts) => pattern.is_match_at(line.as_bytes(), starts),
-                        None => pattern.is_match(line.as_bytes()),
+                        Some(starts) => pattern.is_match_at(entries, line.as_bytes(), starts),
+                        None => pattern.is_match(entries, line.as_bytes()),
                     };
                 if found {
                     matched.push(p);
@@ -271,9 +282,9 @@ impl Matcher {
 
     /// [`Matcher::for_each_line_match`] as a list, for the tests.
     #[cfg(test)]
-    pub(crate) fn line_matches<'t>(&self, text: &'t str) -> Vec<(usize, &'t str, Vec<usize>)> {
+    pub(crate) fn line_matches<'t>(&self, entries: &[Entry], text: &'t str) -> Vec<(usize, &'t str, Vec<usize>)> {
         let mut out = Vec::new();
-        self.for_each_line_match(&Lines::new(text), |number, line, matched, _| {
+        self.for_each_line_match(entries, &Lines::new(text), |number, line, matched, _| {
             out.push((number, line, matched.to_vec()))
         });
         out.reverse();
@@ -283,9 +294,9 @@ impl Matcher {
     /// [`Matcher::line_matches`] the plain way, for the tests: every line through one
     /// `RegexSet` of all the patterns (what the scan did before the prefilter).
     #[cfg(test)]
-    pub(crate) fn line_matches_plain<'t>(&self, text: &'t str) -> Vec<(usize, &'t str, Vec<usize>)> {
+    pub(crate) fn line_matches_plain<'t>(&self, entries: &[Entry], text: &'t str) -> Vec<(usize, &'t str, Vec<usize>)> {
         let set = self.plain.get_or_init(|| {
-            regex::bytes::RegexSetBuilder::new(self.patterns.iter().map(|p| p.text.as_str()))
+            regex::bytes::RegexSetBuilder::new(self.patterns.iter().map(|p| p.text(entries)))
                 .unicode(false)
                 .size_limit(256 << 20)
                 .dfa_size_limit(32 << 20)
@@ -386,11 +397,11 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
         }
     });
     match how {
-        Matching::Prefiltered => matcher.for_each_line_match(&lines, &mut on_line),
+        Matching::Prefiltered => matcher.for_each_line_match(entries, &lines, &mut on_line),
         #[cfg(test)]
         Matching::Plain => {
             let mut unused = Vec::new();
-            for (i, line, matched) in matcher.line_matches_plain(text).into_iter().rev() {
+            for (i, line, matched) in matcher.line_matches_plain(entries, text).into_iter().rev() {
                 on_line(i, line, &matched, &mut Retired::ignored(&mut unused));
             }
         }

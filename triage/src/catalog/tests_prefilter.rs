@@ -34,7 +34,7 @@ fn corpus_tails() -> Vec<(String, String)> {
 #[test]
 fn prefiltered_scan_matches_the_plain_scan_on_every_corpus_file() {
     let c = Catalog::builtin();
-    let m = &c.inner.matcher;
+    let (m, entries) = (&c.inner.matcher, c.entries());
     let mut texts = corpus_tails();
     // Every example and counter-example, as one text (each pattern's own lines), with CRLF.
     let examples: Vec<String> =
@@ -55,8 +55,8 @@ fn prefiltered_scan_matches_the_plain_scan_on_every_corpus_file() {
     let mut lines_matched = 0;
     for (name, tail) in &texts {
         let text = strip_ansi(tail);
-        let fast = m.line_matches(&text);
-        let plain = m.line_matches_plain(&text);
+        let fast = m.line_matches(entries, &text);
+        let plain = m.line_matches_plain(entries, &text);
         assert_eq!(fast, plain, "{name}");
         lines_matched += fast.len();
         // The rest of the scan is shared; the hints are compared too, for good measure.
