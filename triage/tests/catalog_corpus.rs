@@ -255,10 +255,10 @@ fn held_out_split_is_stable() {
     // shares and void the held-out score) fails here.
     assert!(!held_out("own-0001"));
     let (tune, held) = own_shares();
-    assert_eq!((tune.len(), held.len()), (4140, 1811), "own.jsonl changed: update the counts");
+    assert_eq!((tune.len(), held.len()), (4449, 1943), "own.jsonl changed: update the counts");
 }
 
-/// The floors: the figures measured when own.jsonl last grew (5,951 cases: 4,140 tuning, 1,811
+/// The floors: the figures measured when own.jsonl last grew (6,392 cases: 4,449 tuning, 1,943
 /// held out), rounded down to 0.01. **The goal ([`GOAL`]: 0.99 / 0.98 / 0.90 / 0.80) is not met
 /// on the held-out share**; the floors keep main green and catch regressions. Raise them as the
 /// catalog improves; lower one only when new cases join the file, and say so in the log. The
@@ -271,8 +271,8 @@ fn held_out_split_is_stable() {
 /// why): many had followed what the source thread found out later, which no text-only
 /// classifier can see. Coverage was traded for abstention once, on purpose: a glibc heap abort
 /// (double free, stack smashing) is context like a segmentation fault.
-const TUNING_FLOOR: [f64; 4] = [0.99, 0.99, 0.89, 0.83];
-const HELD_OUT_FLOOR: [f64; 4] = [0.97, 0.99, 0.77, 0.78];
+const TUNING_FLOOR: [f64; 4] = [0.99, 0.99, 0.88, 0.83];
+const HELD_OUT_FLOOR: [f64; 4] = [0.97, 0.99, 0.76, 0.78];
 
 #[test]
 fn builtin_catalog_scores_on_the_own_tuning_share() {
