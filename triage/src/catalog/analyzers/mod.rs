@@ -43,6 +43,7 @@ mod retry_after;
 mod sigkill;
 mod tensor_oom;
 mod time_limit;
+mod token_limit;
 mod truncated_download;
 mod xla_memory;
 
@@ -65,6 +66,7 @@ pub(crate) static ALL: &[&dyn Analyzer] = &[
     &allocation_size::AllocationSize,
     &retry_after::RetryAfter,
     &xla_memory::XlaMemory,
+    &token_limit::TokenLimit,
 ];
 
 /// A conclusion an analyzer can reach; shown like a catalog entry.
@@ -208,7 +210,7 @@ pub(crate) type Lazy = LazyLock<Regex>;
 
 /// Compile every analyzer's regexes now (see [`crate::catalog::Catalog::warm_up`]).
 pub(crate) fn warm_up() {
-    let all: [&Lazy; 46] = [
+    let all: [&Lazy; 48] = [
         &allocation_size::UNIT,
         &allocation_size::BYTES,
         &allocation_size::GPU,
@@ -234,6 +236,7 @@ pub(crate) fn warm_up() {
         &missing_output::WAIT,
         &nccl_watchdog::SEQ,
         &retry_after::WAIT,
+        &retry_after::SECONDS,
         &retry_after::PART,
         &sigkill::KILL,
         &sigkill::NOT_EVIDENCE,
@@ -250,6 +253,7 @@ pub(crate) fn warm_up() {
         &time_limit::PROGRESS_LINE,
         &time_limit::SCHEDULER,
         &time_limit::DONE,
+        &token_limit::NUMBERS,
         &truncated_download::HASH,
         &truncated_download::PROGRESS,
         &truncated_download::SIZE,

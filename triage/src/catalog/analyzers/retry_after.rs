@@ -2,7 +2,10 @@
 //!
 //! APIs that throttle say when to come back: Azure OpenAI's `Please retry after 86400
 //! seconds`, OpenAI's `Please try again in 7m12s` (Go-style durations, down to `859ms`),
-//! Gemini's `Please retry in 41.569s`, a gateway's `Try again in 43200 seconds`. A wait of
+//! Gemini's `Please retry in 41.569s`, a gateway's `Try again in 43200 seconds`; Telegram's in
+//! seconds without a unit (the Bot API's `Too Many Requests: retry after 35` and
+//! `"retry_after": 35`, MTProto's `FLOOD_WAIT_81227` and `A wait of 81227 seconds is
+//! required`). A wait of
 //! seconds or minutes is a per-minute window: a retry with backoff passes, and the throttling
 //! entries already say so. A wait of **two hours or more** is a daily or monthly quota of the
 //! account's tier that is used up: a job retried within its backoff (seconds to minutes)
@@ -42,9 +45,13 @@ const AMOUNT: &str = concat!(r"(?i)(\d+(?:\.\d+)?) ?(", units!(), ")");
 const WAIT_RE: &str =
     concat!(r"(?i)\b(?:retry after|try again (?:in|after)|retry in)\s+((?:\d+(?:\.\d+)? ?(?:", units!(), r") ?)+)\b");
 
-static TRIGGERS: &[&str] = &[WAIT_RE];
+/// A wait in seconds with no unit written (Telegram's forms).
+const SECONDS_RE: &str = r#"(?i)\bFLOOD_WAIT_(\d+)\b|\bA wait of (\d+) seconds is required\b|"retry_after"\s*:\s*(\d+(?:\.\d+)?)|\bToo Many Requests: retry after (\d+)\b"#;
+
+static TRIGGERS: &[&str] = &[WAIT_RE, SECONDS_RE];
 
 pub(super) static WAIT: Lazy = Lazy::new(|| re(WAIT_RE));
+pub(super) static SECONDS: Lazy = Lazy::new(|| re(SECONDS_RE));
 pub(super) static PART: Lazy = Lazy::new(|| re(AMOUNT));
 
 /// A wait this long is a quota's reset, not a throttling window (seconds).
@@ -52,7 +59,10 @@ const QUOTA_WAIT: f64 = 2.0 * 3600.0;
 
 /// The wait a line asks for, in seconds (`7m12s` is 432).
 fn wait(line: &str) -> Option<f64> {
-    let c = WAIT.captures(line)?;
+    let Some(c) = WAIT.captures(line) else {
+        let c = SECONDS.captures(line)?;
+        return (1..=4).find_map(|g| c.get(g))?.as_str().parse().ok();
+    };
     let spec = c.get(1)?.as_str();
     let mut seconds = 0.0;
     for part in PART.captures_iter(spec) {
@@ -108,6 +118,17 @@ impl Analyzer for RetryAfter {
                 exit_code: None,
                 expect: Some(HOURS),
             },
+            Example {
+                text: "telethon.errors.rpcerrorlist.FloodWaitError: A wait of 81227 seconds is required (caused by ImportChatInviteRequest)",
+                exit_code: Some(1),
+                expect: Some(HOURS),
+            },
+            Example { text: r#"            "message": "FLOOD_WAIT_81227","#, exit_code: None, expect: Some(HOURS) },
+            Example {
+                text: r#"{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 14400","parameters":{"retry_after":14400}}"#,
+                exit_code: None,
+                expect: Some(HOURS),
+            },
             // Per-minute windows: the throttling entries decide.
             Example { text: "Please retry after 6 seconds.", exit_code: None, expect: None },
             Example { text: "Rate limit is exceeded. Try again in 59 seconds.", exit_code: None, expect: None },
@@ -119,6 +140,16 @@ impl Analyzer for RetryAfter {
             },
             Example { text: "Please try again in 1h30m0s.", exit_code: None, expect: None },
             Example { text: "Please try again in 859ms.", exit_code: None, expect: None },
+            Example {
+                text: r#"{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 35","parameters":{"retry_after":35}}"#,
+                exit_code: None,
+                expect: None,
+            },
+            Example {
+                text: "telethon.errors.rpcerrorlist.FloodWaitError: A wait of 27 seconds is required",
+                exit_code: None,
+                expect: None,
+            },
             // The last wait decides: a daily quota's earlier reply, then a short window.
             Example {
                 text: "Please retry after 86400 seconds.\nWARN  GET https://registry.npmjs.org/x error. Will retry in 10 seconds.",

@@ -138,6 +138,7 @@ fn warm_up_names_every_analyzer_regex() {
         ("sigkill", include_str!("sigkill.rs")),
         ("tensor_oom", include_str!("tensor_oom.rs")),
         ("time_limit", include_str!("time_limit.rs")),
+        ("token_limit", include_str!("token_limit.rs")),
         ("truncated_download", include_str!("truncated_download.rs")),
         ("xla_memory", include_str!("xla_memory.rs")),
     ];
@@ -150,7 +151,7 @@ fn warm_up_names_every_analyzer_regex() {
             })
         })
         .collect();
-    assert_eq!(declared.len(), 46, "{declared:?}");
+    assert_eq!(declared.len(), 48, "{declared:?}");
     let mod_rs = include_str!("mod.rs");
     // A new analyzer file must be added to `sources` above (every module but the tests and
     // the regex type is one).
