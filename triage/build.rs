@@ -6,9 +6,9 @@
 //! every byte of it: about half its text is examples, and each process paid for those pages
 //! and for their parsing. This script writes `default.rules.toml` to `OUT_DIR`: the same file
 //! with each `examples` / `counter_examples` value replaced by `[]` followed by as many line
-//! breaks as the value had, so every entry stays on the line it is on in the source (errors and
-//! `Entry::source` name those lines). The full file is embedded too, read only where the
-//! examples are needed (a user file that changes an embedded entry's patterns).
+//! breaks as the value had, so every entry stays on the line it is on in the source (a load
+//! error names that line). The full file is embedded too, read only where the examples are
+//! needed (a user file that changes an embedded entry's patterns).
 
 use std::ops::Range;
 use std::path::Path;
