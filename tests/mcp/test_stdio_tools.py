@@ -72,7 +72,7 @@ def test_tail_hints_and_errors_keep_the_server_answering(demo):
             assert t1["attempt_id"] == 1 and "02:03:11" in t1["text"]
             h = structured(await s.call_tool("get_pattern_hints", {"workflow_id": 42, "job_id": 7}))
             assert h["verdict"] == "permanent" and h["source"] == "job"
-            h2 = structured(await s.call_tool("get_pattern_hints", {"text": "curl: (56) Recv failure: Connection reset by peer", "exit_code": 56}))
+            h2 = structured(await s.call_tool("get_pattern_hints", {"text": "curl: (7) Failed to connect: Connection refused", "exit_code": 7}))
             assert h2["verdict"] == "transient"
             bad_calls = [
                 ("list_pending_failed_jobs", {}),
