@@ -24,7 +24,7 @@ case $SLURM_ARRAY_TASK_ID in
   1) echo fine ;;
   2|3) if [ -f flaky-$SLURM_ARRAY_JOB_ID-$SLURM_ARRAY_TASK_ID ]; then echo again; exit 0; fi
      touch flaky-$SLURM_ARRAY_JOB_ID-$SLURM_ARRAY_TASK_ID
-     python3 -c 'import socket; socket.create_connection(("127.0.0.1", 9))' ;;
+     python3 -c 'raise ConnectionResetError(104, "Connection reset by peer")' ;;
   4) python3 -c 'import module_that_is_missing' ;;
   5) echo "the frobnicator gave up" >&2; exit 3 ;;
 esac

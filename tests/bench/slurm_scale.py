@@ -25,7 +25,7 @@ The causes, by task index t (t % 20 below 11; the rest of the tasks complete):
    shortens its own limit, Slurm kills it)  8 missing input file (FileNotFoundError)
  2 Python SyntaxError                       9 command not found (exit 127)
  3 missing Python module                   10 an unknown failure (exit 3, no known text)
- 4 connection refused                      and the last 1% of the tasks are preempted (PREEMPTED)
+ 4 connection reset by the peer            and the last 1% of the tasks are preempted (PREEMPTED)
  5 name resolution failure                     by a job in a higher-priority partition
 
 Times are wall clock on whatever else the machine runs (the load average is printed). The
@@ -79,7 +79,7 @@ case $(( t % 20 )) in
   2) $py -S -c 'def load(path:
     return open(path).read()' ;;
   3) $py -S -c 'import numpy_financial_extras as nfe; nfe.irr([1, 2])' ;;
-  4) $py -S -c 'import socket; socket.create_connection(("127.0.0.1", 9), timeout=5)' ;;
+  4) $py -S -c 'raise ConnectionResetError(104, "Connection reset by peer")' ;;
   5) $py -S -c 'import socket; socket.getaddrinfo("db.cluster.invalid", 5432)' ;;
   6) $py -S -c 'import ctypes; ctypes.string_at(0)' ;;
   7) dd if=/dev/zero of=/dev/full bs=1M count=1 ;;

@@ -237,7 +237,7 @@ def test_approval_over_a_real_torc_server(tmp_path):
         wf, out = run_spec(url, tmp_path)
         ids = {name: j["id"] for name, j in jobs_by_name(url, wf).items()}
         arguments = {"workflow_id": wf, "dry_run": False, "classifications": [
-            {"job_id": ids["conn_refused"], "action": "retry", "reason": "nothing listened on port 9; transient", "confidence": 0.8},
+            {"job_id": ids["conn_reset"], "action": "retry", "reason": "the peer reset the connection; transient", "confidence": 0.8},
             {"job_id": ids["syntax"], "action": "fail", "reason": "SyntaxError: the code does not parse", "confidence": 0.95},
         ]}
         person = Person(tick("Retry"))
@@ -251,9 +251,9 @@ def test_approval_over_a_real_torc_server(tmp_path):
 
         res = run(go())
         assert res["approval"]["answer"] == "accept" and len(person.asked) == 1
-        assert {r["job_id"]: r["outcome"] for r in res["results"]} == {ids["conn_refused"]: "applied", ids["syntax"]: "would_apply"}
+        assert {r["job_id"]: r["outcome"] for r in res["results"]} == {ids["conn_reset"]: "applied", ids["syntax"]: "would_apply"}
         after = jobs_by_name(url, wf)
-        assert (after["conn_refused"]["status"], after["conn_refused"]["attempt_id"]) == ("ready", 2)
+        assert (after["conn_reset"]["status"], after["conn_reset"]["attempt_id"]) == ("ready", 2)
         assert after["syntax"]["status"] == "pending_failed"
         audit = [e["data"] for e in items(url, "/events", workflow_id=wf) if e["data"].get("category") == "triage"]
         assert [e["action"] for e in audit] == ["retry"], audit

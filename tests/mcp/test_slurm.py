@@ -21,7 +21,7 @@ case $SLURM_ARRAY_TASK_ID in
   1) echo fine ;;
   2) if [ -f flaky-$SLURM_ARRAY_JOB_ID ]; then echo again; exit 0; fi
      touch flaky-$SLURM_ARRAY_JOB_ID
-     python3 -c 'import socket; socket.create_connection(("127.0.0.1", 9))' ;;
+     python3 -c 'raise ConnectionResetError(104, "Connection reset by peer")' ;;
   3) python3 -c 'def broken(:' ;;
   4) echo "the frobnicator gave up" >&2; exit 3 ;;
 esac
@@ -69,7 +69,7 @@ def test_the_four_tools_over_slurm(cluster, tmp_path):
             assert syntax["hints"]["verdict"] == "permanent" and "SyntaxError" in syntax["representative"]["stderr_tail"]
 
             t = structured(await s.call_tool("tail_job_stderr", {"workflow_id": wf, "job_id": 2}))
-            assert "Connection refused" in t["text"] and t["path"].endswith(f"mcp-arr-{job}_2.err"), t
+            assert "Connection reset by peer" in t["text"] and t["path"].endswith(f"mcp-arr-{job}_2.err"), t
             h = structured(await s.call_tool("get_pattern_hints", {"workflow_id": wf, "job_id": 3}))
             assert h["verdict"] == "permanent", h
 
@@ -79,7 +79,7 @@ def test_the_four_tools_over_slurm(cluster, tmp_path):
 
             applied = structured(await s.call_tool("classify_and_resolve_failures", {
                 "workflow_id": wf, "dry_run": False, "classifications": [
-                    {"job_id": 2, "action": "retry", "reason": "connection refused: the service restarted"},
+                    {"job_id": 2, "action": "retry", "reason": "connection reset by the peer mid-transfer"},
                     {"job_id": 3, "action": "fail", "reason": "a syntax error in the job"}]}))
             outcomes = {r["job_id"]: r["outcome"] for r in applied["results"]}
             assert outcomes == {2: "applied", 3: "applied"}, text_of(applied) if hasattr(applied, "content") else applied

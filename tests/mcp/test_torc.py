@@ -24,7 +24,7 @@ def test_list_tail_and_classify_over_torc(torc):
     url, wf, out = torc
     jobs = jobs_by_name(url, wf)
     ids = {name: j["id"] for name, j in jobs.items()}
-    pending = sorted(ids[n] for n in ("conn_refused", "syntax", "killed", "flaky", "unknown"))
+    pending = sorted(ids[n] for n in ("conn_reset", "syntax", "killed", "flaky", "unknown"))
 
     async def go():
         async with stdio_session("--backend", f"torc:{url}", "--torc-output-dir", str(out)) as s:
@@ -37,21 +37,21 @@ def test_list_tail_and_classify_over_torc(torc):
             assert "SyntaxError" in syntax["representative"]["stderr_tail"]
             assert "BEGIN UNTRUSTED STDERR" in text_of(res) and answer_bytes(res) < 64 * 1024
 
-            t = structured(await s.call_tool("tail_job_stderr", {"workflow_id": wf, "job_id": ids["conn_refused"], "lines": 1}))
-            assert t["text"].startswith("ConnectionRefusedError") and t["attempt_id"] == 1
-            assert t["path"].endswith(f"job_wf{wf}_j{ids['conn_refused']}_r1_a1.e")
+            t = structured(await s.call_tool("tail_job_stderr", {"workflow_id": wf, "job_id": ids["conn_reset"], "lines": 1}))
+            assert t["text"].startswith("ConnectionResetError") and t["attempt_id"] == 1
+            assert t["path"].endswith(f"job_wf{wf}_j{ids['conn_reset']}_r1_a1.e")
 
             classes = [
-                {"job_id": ids["conn_refused"], "action": "retry", "reason": "nothing listened on port 9; transient", "confidence": 0.8},
+                {"job_id": ids["conn_reset"], "action": "retry", "reason": "the peer reset the connection; transient", "confidence": 0.8},
                 {"signature": syntax["signature"], "action": "fail", "reason": "SyntaxError: the code does not parse", "confidence": 0.95},
             ]
             dry = structured(await s.call_tool("classify_and_resolve_failures", {"workflow_id": wf, "classifications": classes}))
             assert dry["dry_run"] is True
-            assert {r["job_id"]: r["outcome"] for r in dry["results"]} == {ids["conn_refused"]: "would_apply", ids["syntax"]: "would_apply"}
+            assert {r["job_id"]: r["outcome"] for r in dry["results"]} == {ids["conn_reset"]: "would_apply", ids["syntax"]: "would_apply"}
             assert {n: j["status"] for n, j in jobs_by_name(url, wf).items()} == {n: j["status"] for n, j in jobs.items()}, "a dry run changes nothing"
 
             applied = structured(await s.call_tool("classify_and_resolve_failures", {"workflow_id": wf, "classifications": classes, "dry_run": False}))
-            assert {r["job_id"]: r["outcome"] for r in applied["results"]} == {ids["conn_refused"]: "applied", ids["syntax"]: "applied"}
+            assert {r["job_id"]: r["outcome"] for r in applied["results"]} == {ids["conn_reset"]: "applied", ids["syntax"]: "applied"}
             again = structured(await s.call_tool("classify_and_resolve_failures", {"workflow_id": wf, "classifications": classes[:1], "dry_run": False}))
             assert again["results"][0]["outcome"] == "skipped", again
 
@@ -60,7 +60,7 @@ def test_list_tail_and_classify_over_torc(torc):
 
     run(go())
     after = jobs_by_name(url, wf)
-    assert (after["conn_refused"]["status"], after["conn_refused"]["attempt_id"]) == ("ready", 2)
+    assert (after["conn_reset"]["status"], after["conn_reset"]["attempt_id"]) == ("ready", 2)
     assert (after["syntax"]["status"], after["syntax"]["attempt_id"]) == ("failed", 1)
     assert after["unknown"]["status"] == "pending_failed"
     deadline = time.time() + 20
@@ -68,7 +68,7 @@ def test_list_tail_and_classify_over_torc(torc):
         assert time.time() < deadline, "Torc's cascade did not cancel after_syntax"
         time.sleep(0.1)
     retried = [e["data"] for e in items(url, "/events", workflow_id=wf) if e["data"].get("event_type") == "job_retried"]
-    assert [e["job_id"] for e in retried] == [ids["conn_refused"]], "one retry, once"
+    assert [e["job_id"] for e in retried] == [ids["conn_reset"]], "one retry, once"
     audit = [e["data"] for e in items(url, "/events", workflow_id=wf) if e["data"].get("category") == "triage"]
     assert sorted(e["action"] for e in audit) == ["fail", "retry"]
     assert all("triage-mcp" in e["who"] for e in audit), audit

@@ -9,7 +9,7 @@ use crate::model::{Attempt, Job, JobStatus, Resources, STORE_FORMAT, Workflow};
 
 /// Tails of twelve distinct causes; per job, `{n}` becomes an id, `{r}` a rank, `{s}` two digits.
 const CAUSES: [&str; 12] = [
-    "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='storage.internal', port=443): Max retries exceeded with url: /data/part-{n}.bin (Caused by NewConnectionError('<urllib3.connection.HTTPSConnection object at 0x7f{n}>: Failed to establish a new connection: [Errno 111] Connection refused'))",
+    "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='storage.internal', port=443): Max retries exceeded with url: /data/part-{n}.bin (Caused by ProtocolError('Connection aborted.', ConnectionResetError(104, 'Connection reset by peer')))",
     "[rank{r}]:[E1120 03:42:{s}.998113402 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={n}, OpType=ALLREDUCE, NumelIn=262144000, NumelOut=262144000, Timeout(ms)=1800000) ran for 1800094 milliseconds before timing out.",
     "slurmstepd: error: *** JOB {n} ON node{n} CANCELLED AT 2026-11-20T04:11:{s} DUE TO PREEMPTION ***",
     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {r}.50 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.{s} GiB is free.",

@@ -258,9 +258,10 @@ fn held_out_split_is_stable() {
     assert_eq!((tune.len(), held.len()), (4653, 2030), "own.jsonl changed: update the counts");
 }
 
-/// The floors: the figures measured when own.jsonl last grew (6,683 cases: 4,653 tuning, 2,030
-/// held out), rounded down to 0.01. **The goal ([`GOAL`]: 0.99 / 0.98 / 0.90 / 0.80) is not met
-/// on the held-out share**; the floors keep main green and catch regressions. Raise them as the
+/// The floors: the figures measured last (own.jsonl: 6,683 cases, 4,653 tuning, 2,030 held
+/// out), rounded down to 0.01. **The goal ([`GOAL`]: 0.99 / 0.98 / 0.90 / 0.80) is not met on
+/// the held-out share** (transient precision and coverage fall short; permanent precision and
+/// abstention meet it); the floors keep main green and catch regressions. Raise them as the
 /// catalog improves; lower one only when new cases join the file, and say so in the log. The
 /// cases from own-0600 on came in batches gathered by people who had not seen the catalog, each
 /// scored before any entry was written against it: what a new domain looks like before tuning
@@ -269,10 +270,11 @@ fn held_out_split_is_stable() {
 /// engineer decide; the first 1,019 were reviewed once more for that, then for consistency
 /// between near-identical texts (`fixtures/corpus/relabels.jsonl` lists every change and
 /// why): many had followed what the source thread found out later, which no text-only
-/// classifier can see. Coverage was traded for abstention once, on purpose: a glibc heap abort
-/// (double free, stack smashing) is context like a segmentation fault.
-const TUNING_FLOOR: [f64; 4] = [0.99, 0.99, 0.89, 0.84];
-const HELD_OUT_FLOOR: [f64; 4] = [0.97, 0.99, 0.77, 0.79];
+/// classifier can see. Coverage was traded for abstention twice, on purpose: a glibc heap abort
+/// (double free, stack smashing) is context like a segmentation fault, and so is a bare refused
+/// connection (its labelled cases are ambiguous about eight to one against retry).
+const TUNING_FLOOR: [f64; 4] = [0.99, 0.99, 0.89, 0.86];
+const HELD_OUT_FLOOR: [f64; 4] = [0.97, 0.99, 0.77, 0.80];
 
 #[test]
 fn builtin_catalog_scores_on_the_own_tuning_share() {

@@ -40,8 +40,12 @@ fn hints_reads_stdin_and_uses_exit_code_and_scheduler_state() {
         assert!(out.status.success());
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
     };
-    let v = run(&["hints", "--json", "-"], "ERROR: could not connect: Connection refused\n");
+    let v = run(&["hints", "--json", "-"], "ERROR: download failed: Connection reset by peer\n");
     assert_eq!(v["verdict"], "transient");
+    // A refused connection does not say whether the service was restarting or is not there.
+    let v = run(&["hints", "--json", "-"], "ERROR: could not connect: Connection refused\n");
+    assert_eq!(v["verdict"], "unknown");
+    assert!(v["hint"].as_str().is_some_and(|h| h.contains("host and port")), "{v}");
     let v = run(&["hints", "--json", "--scheduler-state", "PREEMPTED", "-"], "");
     assert_eq!(v["verdict"], "transient");
     assert_eq!(v["category"], "preemption");

@@ -397,7 +397,7 @@ if   [ $t -le 30 ]; then echo fine
 elif [ $t -le 42 ]; then
   if [ -f $marker ]; then echo "reached the database"; exit 0; fi
   touch $marker
-  python3 -c 'import socket; socket.create_connection(("127.0.0.1", 9))'
+  python3 -c 'raise ConnectionResetError(104, "Connection reset by peer")'
 elif [ $t -le 48 ]; then python3 -c 'import module_that_is_missing'
 elif [ $t -le 54 ]; then python3 -c 'import time; x = bytearray(400 * 1024 * 1024); time.sleep(1)'
 else echo "the frobnicator gave up on stage $t" >&2; exit 3

@@ -19,7 +19,7 @@ fn rules_run_moves_jobs_through_torc_and_torc_runs_the_retries() {
     let ran = Ran::new(&e2e_jobs());
     let (url, wf, out, dir) = (ran.server.url(), ran.wf, ran.out.clone(), ran.tmp.path());
     let before = jobs_by_name(&url, wf);
-    for name in ["conn_refused", "syntax", "killed", "flaky", "unknown"] {
+    for name in ["conn_reset", "syntax", "killed", "flaky", "unknown"] {
         assert_eq!(before[name].1, "pending_failed", "{name} after torc run: {before:?}");
     }
     assert_eq!(before["ok"].1, "completed");
@@ -32,7 +32,7 @@ fn rules_run_moves_jobs_through_torc_and_torc_runs_the_retries() {
     let outcome = |id: i64| {
         plan["jobs"].as_array().and_then(|js| js.iter().find(|j| j["job_id"] == id)).map(|j| j["outcome"].clone())
     };
-    for name in ["conn_refused", "syntax", "killed", "flaky"] {
+    for name in ["conn_reset", "syntax", "killed", "flaky"] {
         assert_eq!(outcome(before[name].0), Some(Value::from("applied")), "{name}: {plan}");
     }
     assert_eq!(outcome(before["unknown"].0), Some(Value::from("needs_review")));
@@ -40,7 +40,7 @@ fn rules_run_moves_jobs_through_torc_and_torc_runs_the_retries() {
     // Through Torc's API: the transient ones ready at attempt 2, the permanent one failed and
     // its downstream job canceled, the unknown one untouched.
     let after = jobs_by_name(&url, wf);
-    for name in ["conn_refused", "killed", "flaky"] {
+    for name in ["conn_reset", "killed", "flaky"] {
         assert_eq!((after[name].1.as_str(), after[name].2), ("ready", 2), "{name}: {after:?}");
     }
     assert_eq!((after["syntax"].1.as_str(), after["syntax"].2), ("failed", 1));
@@ -52,7 +52,7 @@ fn rules_run_moves_jobs_through_torc_and_torc_runs_the_retries() {
 
     // exit 137 asked for more memory: a resources row of its own; the shared one unchanged.
     assert_ne!(after["killed"].3, default_rr, "killed got its own resource requirements row");
-    assert_eq!(after["conn_refused"].3, default_rr);
+    assert_eq!(after["conn_reset"].3, default_rr);
     let own = get(&format!("{url}/resource_requirements/{}", after["killed"].3));
     let shared = get(&format!("{url}/resource_requirements/{default_rr}"));
     assert_eq!((own["memory"].as_str(), shared["memory"].as_str()), (Some("2m"), Some("1m")), "{own} {shared}");
@@ -75,14 +75,13 @@ fn rules_run_moves_jobs_through_torc_and_torc_runs_the_retries() {
     assert!(stdio(flaky, 2, "e").is_file());
     assert!(std::fs::read_to_string(stdio(flaky, 2, "o")).unwrap_or_default().contains("recovered on attempt 2"));
     // The others failed again, at attempt 2, and wait in pending_failed with both attempts.
-    assert_eq!((last["conn_refused"].1.as_str(), last["conn_refused"].2), ("pending_failed", 2));
-    assert_eq!(results_of(&url, wf, last["conn_refused"].0).len(), 2);
+    assert_eq!((last["conn_reset"].1.as_str(), last["conn_reset"].2), ("pending_failed", 2));
+    assert_eq!(results_of(&url, wf, last["conn_reset"].0).len(), 2);
 
     // Both attempts are visible to triage: the engine sees the repeat (it needs both tails)...
     let args = ["run", "--agent", "rules", "--workflow", &wf.to_string(), "--dry-run", "--json"];
     let again = json(&triage(dir, &url, &out, &args, &[]));
-    let conn =
-        again["jobs"].as_array().and_then(|js| js.iter().find(|j| j["job_id"] == last["conn_refused"].0)).cloned();
+    let conn = again["jobs"].as_array().and_then(|js| js.iter().find(|j| j["job_id"] == last["conn_reset"].0)).cloned();
     let conn = conn.unwrap_or_default();
     assert_eq!(conn["attempt_id"], 2, "{conn}");
     assert!(conn["validation"].to_string().contains("identically"), "the repeat is seen: {conn}");

@@ -228,7 +228,7 @@ fn killing_the_server_mid_apply_leaves_no_job_running_and_none_moved_twice() {
     );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let ids = jobs_by_name(&ran.server.url(), wf);
-    let (conn, syntax) = (ids["conn_refused"].0, ids["syntax"].0);
+    let (conn, syntax) = (ids["conn_reset"].0, ids["syntax"].0);
     let quick = [("TRIAGE_RESILIENCE", "off")];
 
     // 1. The server dies right after it set the first retried job to `running`.
@@ -244,7 +244,7 @@ fn killing_the_server_mid_apply_leaves_no_job_running_and_none_moved_twice() {
     let s2 = TorcServer::start(&db);
     let url2 = s2.url();
     let jobs = jobs_by_name(&url2, wf);
-    assert_eq!((jobs["conn_refused"].1.as_str(), jobs["conn_refused"].2), ("running", 1), "left mid-move: {jobs:?}");
+    assert_eq!((jobs["conn_reset"].1.as_str(), jobs["conn_reset"].2), ("running", 1), "left mid-move: {jobs:?}");
     assert_eq!(open_intents(&url2, wf).len(), 1);
 
     // 2. Restarted: the next apply undoes that move, then redoes it; the server dies again
@@ -258,7 +258,7 @@ fn killing_the_server_mid_apply_leaves_no_job_running_and_none_moved_twice() {
     let url3 = s3.url();
     proxy.repoint(s3.port);
     let jobs = jobs_by_name(&url3, wf);
-    assert_eq!((jobs["conn_refused"].1.as_str(), jobs["conn_refused"].2), ("ready", 2), "{jobs:?}");
+    assert_eq!((jobs["conn_reset"].1.as_str(), jobs["conn_reset"].2), ("ready", 2), "{jobs:?}");
     assert_eq!(jobs["syntax"].1, "pending_failed");
     assert!(results_of(&url3, wf, syntax).is_empty(), "its result row was deleted before the crash");
 
@@ -269,9 +269,9 @@ fn killing_the_server_mid_apply_leaves_no_job_running_and_none_moved_twice() {
     let run = json(&o);
     assert!(run["events"].as_array().unwrap().iter().any(|e| e["kind"] == "repaired"), "{}", run["events"]);
     let got = outcomes(&run);
-    assert_eq!(got.get(&conn), None, "conn_refused was already moved: not in this run");
+    assert_eq!(got.get(&conn), None, "conn_reset was already moved: not in this run");
     assert_eq!(got.get(&syntax).map(String::as_str), Some("applied"));
-    assert_each_moved_once(&url3, wf, &["conn_refused", "killed", "flaky"], &["syntax"]);
+    assert_each_moved_once(&url3, wf, &["conn_reset", "killed", "flaky"], &["syntax"]);
     let (_, audited) = moves(&url3, wf);
     assert_eq!(audited.get(&(conn, "recover".to_string())), Some(&1));
     assert_eq!(audited.get(&(syntax, "recover".to_string())), Some(&1));
@@ -309,7 +309,7 @@ fn an_interrupted_retry_with_more_memory_gets_its_resources_back_then_moves_once
         triage(&dir, &proxy.url(), &out, &["run", "--agent", "rules", "--workflow", &wf.to_string(), "--json"], &[]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(json(&o)["events"].as_array().unwrap().iter().any(|e| e["kind"] == "repaired"));
-    assert_each_moved_once(&url, wf, &["conn_refused", "killed", "flaky"], &["syntax"]);
+    assert_each_moved_once(&url, wf, &["conn_reset", "killed", "flaky"], &["syntax"]);
     let after = jobs_by_name(&url, wf);
     let own = torc_support::get(&format!("{url}/resource_requirements/{}", after["killed"].3));
     let shared = torc_support::get(&format!("{url}/resource_requirements/{shared_rr}"));

