@@ -59,7 +59,7 @@ impl Pattern {
     fn text<'e>(&self, entries: &'e [Entry]) -> &'e str {
         match self.owner {
             Owner::Entry(e, p) => entries.get(e).and_then(|e| e.patterns.get(p)).map_or("", String::as_str),
-            Owner::Analyzer(a, t) => analyzers::ALL.get(a).and_then(|a| a.triggers().get(t).copied()).unwrap_or(""),
+            Owner::Analyzer(a, t) => analyzers::ALL.get(a).and_then(|a| a.triggers.get(t).copied()).unwrap_or(""),
         }
     }
 
@@ -172,7 +172,7 @@ impl Matcher {
         let mut analyzer_patterns = Vec::with_capacity(analyzers::ALL.len());
         for (a, analyzer) in analyzers::ALL.iter().enumerate() {
             let start = patterns.len();
-            patterns.extend((0..analyzer.triggers().len()).map(|t| Owner::Analyzer(a, t)));
+            patterns.extend((0..analyzer.triggers.len()).map(|t| Owner::Analyzer(a, t)));
             analyzer_patterns.push(start..patterns.len());
         }
         let mut needs = Vec::with_capacity(patterns.len());
@@ -458,7 +458,7 @@ pub(crate) fn scan_with(entries: &[Entry], matcher: &Matcher, text: &str, ctx: &
             let (Some(analyzer), Some(&first)) = (analyzers::ALL.get(a), matcher.first_outcome.get(a)) else {
                 continue;
             };
-            let Some(f) = analyzer.analyze(&Input { lines: &lines, woken: &w.lines, triggered: &w.triggers, ctx })
+            let Some(f) = (analyzer.analyze)(&Input { lines: &lines, woken: &w.lines, triggered: &w.triggers, ctx })
             else {
                 continue;
             };

@@ -48,7 +48,7 @@ fn prefiltered_scan_matches_the_plain_scan_on_every_corpus_file() {
     texts.push(("patterns, upper case".into(), patterns.join("\n").to_uppercase()));
     // The analyzers' examples (multi-line texts of their own).
     for (a, analyzer) in analyzers::ALL.iter().enumerate() {
-        for (i, ex) in analyzer.examples().iter().enumerate() {
+        for (i, ex) in analyzer.examples.iter().enumerate() {
             texts.push((format!("analyzer {a} example {i}"), ex.text.to_string()));
         }
     }
