@@ -21,8 +21,6 @@
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, bytes, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
-pub(crate) struct AllocationSize;
-
 const TERABYTES: &str = "allocation-size/terabytes";
 const BEYOND_NODE: &str = "allocation-size/beyond-a-node";
 
@@ -62,9 +60,9 @@ const GPU_RE: &str = r"(?i)\bTried to allocate (\d+(?:\.\d+)?) ?([KMGTPE]i?B)\b"
 
 static TRIGGERS: &[&str] = &[UNIT_RE, BYTES_RE, GPU_RE];
 
-pub(super) static UNIT: Lazy = Lazy::new(|| re(UNIT_RE));
-pub(super) static BYTES: Lazy = Lazy::new(|| re(BYTES_RE));
-pub(super) static GPU: Lazy = Lazy::new(|| re(GPU_RE));
+static UNIT: Lazy = Lazy::new(|| re(UNIT_RE));
+static BYTES: Lazy = Lazy::new(|| re(BYTES_RE));
+static GPU: Lazy = Lazy::new(|| re(GPU_RE));
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 /// One allocation this large is beyond any node.
@@ -83,107 +81,93 @@ fn size(regex: &Lazy, line: &str) -> Option<f64> {
     bytes(number, if unit.eq_ignore_ascii_case("bytes") { "" } else { unit })
 }
 
-impl Analyzer for AllocationSize {
-    fn triggers(&self) -> &'static [&'static str] {
-        TRIGGERS
-    }
-
-    fn outcomes(&self) -> &'static [Outcome] {
-        OUTCOMES
-    }
-
-    fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
-        input.woken.iter().rev().find_map(|&i| {
-            let host = [&UNIT, &BYTES].into_iter().filter_map(|r| size(r, input.line(i))).fold(0.0, f64::max);
-            let gpu = size(&GPU, input.line(i)).unwrap_or(0.0);
-            let id = if host.max(gpu) >= TERABYTE {
-                TERABYTES
-            } else if host >= NODE {
-                BEYOND_NODE
-            } else {
-                return None;
-            };
-            Some(Finding::text(OUTCOMES, id, i))
-        })
-    }
-
-    fn examples(&self) -> &'static [Example] {
-        &[
-            Example {
-                text: "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 7.28 TiB for an array with shape (1000000, 1000000) and data type float64",
-                exit_code: Some(1),
-                expect: Some(TERABYTES),
-            },
-            Example {
-                text: "memory allocation of 18446744073709551553 bytes failed",
-                exit_code: Some(134),
-                expect: Some(TERABYTES),
-            },
-            Example {
-                text: "  eheap_alloc: Cannot allocate 976733209832459912 bytes of memory (of type \"heap_frag\").",
-                exit_code: None,
-                expect: Some(TERABYTES),
-            },
-            Example {
-                text: "==7869==WARNING: AddressSanitizer failed to allocate 0x7f5afaad7acf bytes",
-                exit_code: None,
-                expect: Some(TERABYTES),
-            },
-            Example {
-                text: "Possible cause 1: not enough RAM. Check if you have enough RAM 108847334315717446 bytes",
-                exit_code: None,
-                expect: Some(TERABYTES),
-            },
-            Example {
-                text: "RuntimeError: CUDA out of memory. Tried to allocate 2.50 TiB (GPU 0; 79.15 GiB total capacity)",
-                exit_code: Some(1),
-                expect: Some(TERABYTES),
-            },
-            Example {
-                text: "Error: cannot allocate vector of size 1.5 Tb",
-                exit_code: Some(1),
-                expect: Some(TERABYTES),
-            },
-            Example {
-                text: "Loading database information...Failed attempt to allocate 569289122376bytes;\n\
-                       you may not have enough free memory to load this database.",
-                exit_code: Some(1),
-                expect: Some(BEYOND_NODE),
-            },
-            Example {
-                text: "MemoryError: Unable to allocate 300. GiB for an array with shape (200000, 200000) and data type float64",
-                exit_code: Some(1),
-                expect: Some(BEYOND_NODE),
-            },
-            Example {
-                text: "Failed attempt to allocate 761044749164 bytes;",
-                exit_code: None,
-                expect: Some(BEYOND_NODE),
-            },
-            // Ordinary shortages: the entries decide.
-            Example {
-                text: "Unable to allocate 3.46 GiB for an array with shape (464, 1000, 1000)",
-                exit_code: Some(1),
-                expect: None,
-            },
-            Example { text: "memory allocation of 2181038096 bytes failed", exit_code: Some(134), expect: None },
-            Example {
-                text: "==9054==WARNING: AddressSanitizer failed to allocate 0x002bffffffd4 bytes",
-                exit_code: None,
-                expect: None,
-            },
-            Example {
-                text: "Loading database information...Failed attempt to allocate 45977025096bytes;",
-                exit_code: None,
-                expect: None,
-            },
-            Example { text: "Error: cannot allocate vector of size 4.5 Gb", exit_code: Some(1), expect: None },
-            // GPU memory is the cuda-oom analyzer's below a terabyte.
-            Example {
-                text: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 300.00 GiB (GPU 0; 79.15 GiB total capacity)",
-                exit_code: Some(1),
-                expect: None,
-            },
-        ]
-    }
+fn analyze(input: &Input<'_>) -> Option<Finding> {
+    input.woken.iter().rev().find_map(|&i| {
+        let host = [&UNIT, &BYTES].into_iter().filter_map(|r| size(r, input.line(i))).fold(0.0, f64::max);
+        let gpu = size(&GPU, input.line(i)).unwrap_or(0.0);
+        let id = if host.max(gpu) >= TERABYTE {
+            TERABYTES
+        } else if host >= NODE {
+            BEYOND_NODE
+        } else {
+            return None;
+        };
+        Some(Finding::text(OUTCOMES, id, i))
+    })
 }
+
+pub(super) static ANALYZER: Analyzer = Analyzer {
+    triggers: TRIGGERS,
+    outcomes: OUTCOMES,
+    regexes: &[&UNIT, &BYTES, &GPU],
+    analyze,
+    examples: &[
+        Example {
+            text: "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 7.28 TiB for an array with shape (1000000, 1000000) and data type float64",
+            exit_code: Some(1),
+            expect: Some(TERABYTES),
+        },
+        Example {
+            text: "memory allocation of 18446744073709551553 bytes failed",
+            exit_code: Some(134),
+            expect: Some(TERABYTES),
+        },
+        Example {
+            text: "  eheap_alloc: Cannot allocate 976733209832459912 bytes of memory (of type \"heap_frag\").",
+            exit_code: None,
+            expect: Some(TERABYTES),
+        },
+        Example {
+            text: "==7869==WARNING: AddressSanitizer failed to allocate 0x7f5afaad7acf bytes",
+            exit_code: None,
+            expect: Some(TERABYTES),
+        },
+        Example {
+            text: "Possible cause 1: not enough RAM. Check if you have enough RAM 108847334315717446 bytes",
+            exit_code: None,
+            expect: Some(TERABYTES),
+        },
+        Example {
+            text: "RuntimeError: CUDA out of memory. Tried to allocate 2.50 TiB (GPU 0; 79.15 GiB total capacity)",
+            exit_code: Some(1),
+            expect: Some(TERABYTES),
+        },
+        Example { text: "Error: cannot allocate vector of size 1.5 Tb", exit_code: Some(1), expect: Some(TERABYTES) },
+        Example {
+            text: "Loading database information...Failed attempt to allocate 569289122376bytes;\n\
+                   you may not have enough free memory to load this database.",
+            exit_code: Some(1),
+            expect: Some(BEYOND_NODE),
+        },
+        Example {
+            text: "MemoryError: Unable to allocate 300. GiB for an array with shape (200000, 200000) and data type float64",
+            exit_code: Some(1),
+            expect: Some(BEYOND_NODE),
+        },
+        Example { text: "Failed attempt to allocate 761044749164 bytes;", exit_code: None, expect: Some(BEYOND_NODE) },
+        // Ordinary shortages: the entries decide.
+        Example {
+            text: "Unable to allocate 3.46 GiB for an array with shape (464, 1000, 1000)",
+            exit_code: Some(1),
+            expect: None,
+        },
+        Example { text: "memory allocation of 2181038096 bytes failed", exit_code: Some(134), expect: None },
+        Example {
+            text: "==9054==WARNING: AddressSanitizer failed to allocate 0x002bffffffd4 bytes",
+            exit_code: None,
+            expect: None,
+        },
+        Example {
+            text: "Loading database information...Failed attempt to allocate 45977025096bytes;",
+            exit_code: None,
+            expect: None,
+        },
+        Example { text: "Error: cannot allocate vector of size 4.5 Gb", exit_code: Some(1), expect: None },
+        // GPU memory is the cuda-oom analyzer's below a terabyte.
+        Example {
+            text: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 300.00 GiB (GPU 0; 79.15 GiB total capacity)",
+            exit_code: Some(1),
+            expect: None,
+        },
+    ],
+};

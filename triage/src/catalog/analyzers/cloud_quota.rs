@@ -29,8 +29,6 @@
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
-pub(crate) struct CloudQuota;
-
 const TOO_LARGE: &str = "cloud-quota/request-exceeds-limit";
 const HELD: &str = "cloud-quota/held-by-other-work";
 const HELD_VMS: &str = "cloud-quota/held-by-other-vms";
@@ -80,23 +78,22 @@ static TRIGGERS: &[&str] = &[
 ];
 
 /// AWS: limit, utilization, request.
-pub(super) static AWS: Lazy = Lazy::new(|| {
+static AWS: Lazy = Lazy::new(|| {
     re(
         r"(?i)\bservice limit '[ -&(-~]*' is ([\d.]+) \w+, with current utilization of ([\d.]+) \w+ and a request delta of ([\d.]+)",
     )
 });
 /// Azure: limit, usage, request.
-pub(super) static AZURE: Lazy =
-    Lazy::new(|| re(r"(?i)\bCurrent Limit: (\d+), Current Usage: (\d+), Additional Required: (\d+)"));
+static AZURE: Lazy = Lazy::new(|| re(r"(?i)\bCurrent Limit: (\d+), Current Usage: (\d+), Additional Required: (\d+)"));
 /// Google: the limit alone.
-pub(super) static GOOGLE_LIMIT: Lazy =
+static GOOGLE_LIMIT: Lazy =
     Lazy::new(|| re(r"(?i)\bQuota (?:limit )?'[\w.-]+' (?:has been )?exceeded\.\s+Limit: ([\d.]+)"));
 /// Google: request, limit.
-pub(super) static GOOGLE_REQUESTED: Lazy =
+static GOOGLE_REQUESTED: Lazy =
     Lazy::new(|| re(r"(?i)\bquota\b[ -~]{0,160}\brequested: ?([\d.]+),? allowed: ?([\d.]+)"));
 
 /// Kubernetes: requested, used, limited (`resource=quantity` lists).
-pub(super) static KUBERNETES: Lazy = Lazy::new(|| {
+static KUBERNETES: Lazy = Lazy::new(|| {
     re(
         r"(?i)\bis forbidden: exceeded quota: [\w.-]+, requested: ([\w./=,-]+), used: ([\w./=,-]+), limited: ([\w./=,-]+)",
     )
@@ -190,132 +187,126 @@ fn judge(line: &str) -> Option<&'static str> {
     numbers::<1>(&GOOGLE_LIMIT, line).filter(|[limit]| *limit == 0.0).map(|_| TOO_LARGE)
 }
 
-impl Analyzer for CloudQuota {
-    fn triggers(&self) -> &'static [&'static str] {
-        TRIGGERS
-    }
-
-    fn outcomes(&self) -> &'static [Outcome] {
-        OUTCOMES
-    }
-
-    fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
-        // The last refusal with numbers that decide.
-        input.woken.iter().rev().find_map(|&i| {
-            let id = judge(input.lines.get(i)?)?;
-            Some(Finding::text(OUTCOMES, id, i))
-        })
-    }
-
-    fn examples(&self) -> &'static [Example] {
-        &[
-            Example {
-                text: "ResourceLimitExceeded: An error occurred (ResourceLimitExceeded) when calling the \
-                       CreateTrainingJob operation: The account-level service limit 'ml.g5.xlarge for training job \
-                       usage' is 0 Instances, with current utilization of 0 Instances and a request delta of 1 \
-                       Instances. Please use AWS Service Quotas to request an increase for this quota.",
-                exit_code: Some(1),
-                expect: Some(TOO_LARGE),
-            },
-            Example {
-                text: "botocore.errorfactory.ResourceLimitExceeded: An error occurred (ResourceLimitExceeded) when \
-                       calling the CreateProcessingJob operation: The account-level service limit 'Number of \
-                       instances across all processing jobs' is 4 Instances, with current utilization of 0 \
-                       Instances and a request delta of 8 Instances.",
-                exit_code: None,
-                expect: Some(TOO_LARGE),
-            },
-            Example {
-                text: "An error occurred (ResourceLimitExceeded) when calling the CreateTrainingJob operation: The \
-                       account-level service limit 'ml.p3.8xlarge for training job usage' is 2 Instances, with \
-                       current utilization of 2 Instances and a request delta of 1 Instances.",
-                exit_code: None,
-                expect: Some(HELD),
-            },
-            Example {
-                text: "(QuotaExceeded) Operation could not be completed as it results in exceeding approved Standard \
-                       NCASv3_T4 Family Cores quota. Additional details - Deployment Model: Resource Manager, \
-                       Location: southcentralus, Current Limit: 0, Current Usage: 0, Additional Required: 4, \
-                       (Minimum) New Limit Required: 4.",
-                exit_code: None,
-                expect: Some(TOO_LARGE),
-            },
-            Example {
-                text: "Operation could not be completed as it results in exceeding approved Total Regional Cores \
-                       quota. Additional details - Deployment Model: Resource Manager, Location: eastus2, Current \
-                       Limit: 4, Current Usage: 4, Additional Required: 2, (Minimum) New Limit Required: 6.",
-                exit_code: None,
-                expect: Some(HELD_VMS),
-            },
-            Example {
-                text: "ERROR: (gcloud.compute.instances.create) Could not fetch resource:\n - Quota \
-                       'GPUS_ALL_REGIONS' exceeded. Limit: 0.0 globally.",
-                exit_code: Some(1),
-                expect: Some(TOO_LARGE),
-            },
-            Example {
-                text: "spec.template.spec.containers[0].resources.limits.memory: Quota violated: \
-                       MemAllocPerProjectRegion requested: 85899345920 allowed: 42949672960",
-                exit_code: None,
-                expect: Some(TOO_LARGE),
-            },
-            Example {
-                text: "Error creating Instance: googleapi: Error 429: Quota limit 'StandardInstancesPerProjectPerRegion' \
-                       has been exceeded. Limit: 0 in region us-central1.",
-                exit_code: Some(1),
-                expect: Some(TOO_LARGE),
-            },
-            Example {
-                text: "Error from server (Forbidden): pods \"pod-4\" is forbidden: exceeded quota: compute-quota, \
-                       requested: pods=1, used: pods=3, limited: pods=3",
-                exit_code: Some(1),
-                expect: Some(HELD),
-            },
-            Example {
-                text: "Error from server (Forbidden): error when creating \"Pod2.yml\": pods \"quota-mem-cpu-demo-2\" is \
-                       forbidden: exceeded quota: mem-cpu-demo, requested: limits.cpu=800m,limits.memory=1Gi,\
-                       requests.cpu=400m,requests.memory=700Mi, used: limits.cpu=1800m,limits.memory=1056Mi,\
-                       requests.cpu=900m,requests.memory=728Mi, limited: limits.cpu=2,limits.memory=2Gi,\
-                       requests.cpu=1,requests.memory=1Gi",
-                exit_code: Some(1),
-                expect: Some(HELD),
-            },
-            Example {
-                text: "Warning  FailedCreate  replicaset-controller  Error creating: pods \"restricteddeploy-869775475b-264wg\" \
-                       is forbidden: exceeded quota: mylimits, requested: memory=2G, used: memory=0, limited: memory=1G",
-                exit_code: None,
-                expect: Some(TOO_LARGE),
-            },
-            Example {
-                text: "message: jobs.batch \"ptah-crd-reconcile\" is forbidden: exceeded quota: e2e-install-quota, \
-                       requested: count/jobs.batch=1, used: count/jobs.batch=0, limited: count/jobs.batch=0\"",
-                exit_code: None,
-                expect: Some(TOO_LARGE),
-            },
-            // The request fits and nothing else is in use: the numbers do not explain the refusal.
-            Example {
-                text: "pods \"x\" is forbidden: exceeded quota: q, requested: requests.cpu=1, used: requests.cpu=0, \
-                       limited: requests.cpu=4",
-                exit_code: None,
-                expect: None,
-            },
-            // A non-zero Google limit alone: what was asked and what is in use are not shown.
-            Example {
-                text: " - Quota 'CPUS' exceeded.  Limit: 24.0 in region us-central1.",
-                exit_code: None,
-                expect: None,
-            },
-            // Nothing else in use and the request fits: the numbers do not explain the refusal.
-            Example {
-                text: "Current Limit: 10, Current Usage: 0, Additional Required: 4, (Minimum) New Limit Required: 4.",
-                exit_code: None,
-                expect: None,
-            },
-            Example {
-                text: "Quota violated: CpuAllocPerProjectRegion requested: 4000 allowed: 8000",
-                exit_code: None,
-                expect: None,
-            },
-        ]
-    }
+fn analyze(input: &Input<'_>) -> Option<Finding> {
+    // The last refusal with numbers that decide.
+    input.woken.iter().rev().find_map(|&i| {
+        let id = judge(input.lines.get(i)?)?;
+        Some(Finding::text(OUTCOMES, id, i))
+    })
 }
+
+pub(super) static ANALYZER: Analyzer = Analyzer {
+    triggers: TRIGGERS,
+    outcomes: OUTCOMES,
+    regexes: &[&AWS, &AZURE, &GOOGLE_LIMIT, &GOOGLE_REQUESTED, &KUBERNETES],
+    analyze,
+    examples: &[
+        Example {
+            text: "ResourceLimitExceeded: An error occurred (ResourceLimitExceeded) when calling the \
+                   CreateTrainingJob operation: The account-level service limit 'ml.g5.xlarge for training job \
+                   usage' is 0 Instances, with current utilization of 0 Instances and a request delta of 1 \
+                   Instances. Please use AWS Service Quotas to request an increase for this quota.",
+            exit_code: Some(1),
+            expect: Some(TOO_LARGE),
+        },
+        Example {
+            text: "botocore.errorfactory.ResourceLimitExceeded: An error occurred (ResourceLimitExceeded) when \
+                   calling the CreateProcessingJob operation: The account-level service limit 'Number of \
+                   instances across all processing jobs' is 4 Instances, with current utilization of 0 \
+                   Instances and a request delta of 8 Instances.",
+            exit_code: None,
+            expect: Some(TOO_LARGE),
+        },
+        Example {
+            text: "An error occurred (ResourceLimitExceeded) when calling the CreateTrainingJob operation: The \
+                   account-level service limit 'ml.p3.8xlarge for training job usage' is 2 Instances, with \
+                   current utilization of 2 Instances and a request delta of 1 Instances.",
+            exit_code: None,
+            expect: Some(HELD),
+        },
+        Example {
+            text: "(QuotaExceeded) Operation could not be completed as it results in exceeding approved Standard \
+                   NCASv3_T4 Family Cores quota. Additional details - Deployment Model: Resource Manager, \
+                   Location: southcentralus, Current Limit: 0, Current Usage: 0, Additional Required: 4, \
+                   (Minimum) New Limit Required: 4.",
+            exit_code: None,
+            expect: Some(TOO_LARGE),
+        },
+        Example {
+            text: "Operation could not be completed as it results in exceeding approved Total Regional Cores \
+                   quota. Additional details - Deployment Model: Resource Manager, Location: eastus2, Current \
+                   Limit: 4, Current Usage: 4, Additional Required: 2, (Minimum) New Limit Required: 6.",
+            exit_code: None,
+            expect: Some(HELD_VMS),
+        },
+        Example {
+            text: "ERROR: (gcloud.compute.instances.create) Could not fetch resource:\n - Quota \
+                   'GPUS_ALL_REGIONS' exceeded. Limit: 0.0 globally.",
+            exit_code: Some(1),
+            expect: Some(TOO_LARGE),
+        },
+        Example {
+            text: "spec.template.spec.containers[0].resources.limits.memory: Quota violated: \
+                   MemAllocPerProjectRegion requested: 85899345920 allowed: 42949672960",
+            exit_code: None,
+            expect: Some(TOO_LARGE),
+        },
+        Example {
+            text: "Error creating Instance: googleapi: Error 429: Quota limit 'StandardInstancesPerProjectPerRegion' \
+                   has been exceeded. Limit: 0 in region us-central1.",
+            exit_code: Some(1),
+            expect: Some(TOO_LARGE),
+        },
+        Example {
+            text: "Error from server (Forbidden): pods \"pod-4\" is forbidden: exceeded quota: compute-quota, \
+                   requested: pods=1, used: pods=3, limited: pods=3",
+            exit_code: Some(1),
+            expect: Some(HELD),
+        },
+        Example {
+            text: "Error from server (Forbidden): error when creating \"Pod2.yml\": pods \"quota-mem-cpu-demo-2\" is \
+                   forbidden: exceeded quota: mem-cpu-demo, requested: limits.cpu=800m,limits.memory=1Gi,\
+                   requests.cpu=400m,requests.memory=700Mi, used: limits.cpu=1800m,limits.memory=1056Mi,\
+                   requests.cpu=900m,requests.memory=728Mi, limited: limits.cpu=2,limits.memory=2Gi,\
+                   requests.cpu=1,requests.memory=1Gi",
+            exit_code: Some(1),
+            expect: Some(HELD),
+        },
+        Example {
+            text: "Warning  FailedCreate  replicaset-controller  Error creating: pods \"restricteddeploy-869775475b-264wg\" \
+                   is forbidden: exceeded quota: mylimits, requested: memory=2G, used: memory=0, limited: memory=1G",
+            exit_code: None,
+            expect: Some(TOO_LARGE),
+        },
+        Example {
+            text: "message: jobs.batch \"ptah-crd-reconcile\" is forbidden: exceeded quota: e2e-install-quota, \
+                   requested: count/jobs.batch=1, used: count/jobs.batch=0, limited: count/jobs.batch=0\"",
+            exit_code: None,
+            expect: Some(TOO_LARGE),
+        },
+        // The request fits and nothing else is in use: the numbers do not explain the refusal.
+        Example {
+            text: "pods \"x\" is forbidden: exceeded quota: q, requested: requests.cpu=1, used: requests.cpu=0, \
+                   limited: requests.cpu=4",
+            exit_code: None,
+            expect: None,
+        },
+        // A non-zero Google limit alone: what was asked and what is in use are not shown.
+        Example {
+            text: " - Quota 'CPUS' exceeded.  Limit: 24.0 in region us-central1.",
+            exit_code: None,
+            expect: None,
+        },
+        // Nothing else in use and the request fits: the numbers do not explain the refusal.
+        Example {
+            text: "Current Limit: 10, Current Usage: 0, Additional Required: 4, (Minimum) New Limit Required: 4.",
+            exit_code: None,
+            expect: None,
+        },
+        Example {
+            text: "Quota violated: CpuAllocPerProjectRegion requested: 4000 allowed: 8000",
+            exit_code: None,
+            expect: None,
+        },
+    ],
+};

@@ -13,8 +13,6 @@
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
-pub(crate) struct CrashLoop;
-
 const COMPLETES: &str = "crashloop/command-exits-at-once";
 const FAILS: &str = "crashloop/fails-every-start";
 
@@ -51,74 +49,68 @@ static OUTCOMES: &[Outcome] = &[
 static TRIGGERS: &[&str] =
     &[r"\bCrashLoopBackOff\b", r"^\s*Last State:\s+Terminated\b", r"^\s*(?:Exit Code|Restart Count):\s+\d+\s*$"];
 
-pub(super) static CRASHLOOP: Lazy = Lazy::new(|| re(r"\bCrashLoopBackOff\b"));
-pub(super) static LAST: Lazy = Lazy::new(|| re(r"^\s*Last State:\s+Terminated\b"));
-pub(super) static REASON: Lazy = Lazy::new(|| re(r"^\s*Reason:\s+(\w+)\s*$"));
-pub(super) static EXIT: Lazy = Lazy::new(|| re(r"^\s*Exit Code:\s+(\d+)\s*$"));
-pub(super) static RESTARTS: Lazy = Lazy::new(|| re(r"^\s*Restart Count:\s+(\d+)\s*$"));
+static CRASHLOOP: Lazy = Lazy::new(|| re(r"\bCrashLoopBackOff\b"));
+static LAST: Lazy = Lazy::new(|| re(r"^\s*Last State:\s+Terminated\b"));
+static REASON: Lazy = Lazy::new(|| re(r"^\s*Reason:\s+(\w+)\s*$"));
+static EXIT: Lazy = Lazy::new(|| re(r"^\s*Exit Code:\s+(\d+)\s*$"));
+static RESTARTS: Lazy = Lazy::new(|| re(r"^\s*Restart Count:\s+(\d+)\s*$"));
 
 fn number(re: &super::Regex, line: &str) -> Option<u64> {
     re.captures(line)?.get(1)?.as_str().parse().ok()
 }
 
-impl Analyzer for CrashLoop {
-    fn triggers(&self) -> &'static [&'static str] {
-        TRIGGERS
-    }
-
-    fn outcomes(&self) -> &'static [Outcome] {
-        OUTCOMES
-    }
-
-    fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
-        let lines = input.lines;
-        let &c = input.woken.iter().find(|&&i| CRASHLOOP.is_match(lines[i]))?;
-        let &last = input.woken.iter().find(|&&i| LAST.is_match(lines[i]))?;
-        let block = &lines[last + 1..lines.len().min(last + 1 + BLOCK)];
-        let reason = block.iter().find_map(|l| REASON.captures(l).and_then(|m| m.get(1)).map(|m| m.as_str()));
-        let code = block.iter().find_map(|l| number(&EXIT, l))?;
-        let restarts = input.woken.iter().find_map(|&i| number(&RESTARTS, lines[i])).unwrap_or(0);
-        let id = match (reason, code) {
-            (Some("OOMKilled"), _) | (_, 137) => return None,
-            (Some("Completed"), _) | (_, 0) => COMPLETES,
-            _ if restarts >= MIN_RESTARTS => FAILS,
-            _ => return None,
-        };
-        Some(Finding::text(OUTCOMES, id, c))
-    }
-
-    fn examples(&self) -> &'static [Example] {
-        &[
-            Example {
-                text: "    State:          Waiting\n      Reason:       CrashLoopBackOff\n    Last State:     Terminated\n\
-                       \x20     Reason:       Completed\n      Exit Code:    0\n      Started:      Wed, 14 Jul 2021 19:52:22 +0000\n\
-                       \x20   Ready:          False\n    Restart Count:  6",
-                exit_code: None,
-                expect: Some(COMPLETES),
-            },
-            Example {
-                text: "    State:          Waiting\n      Reason:       CrashLoopBackOff\n    Last State:     Terminated\n\
-                       \x20     Reason:       Error\n      Exit Code:    1\n    Restart Count:  5",
-                exit_code: None,
-                expect: Some(FAILS),
-            },
-            Example {
-                text: "      Reason:       CrashLoopBackOff\n    Last State:     Terminated\n      Reason:       OOMKilled\n\
-                       \x20     Exit Code:    137\n    Restart Count:  4",
-                exit_code: None,
-                expect: None,
-            },
-            Example {
-                text: "      Reason:       CrashLoopBackOff\n    Last State:     Terminated\n      Reason:       Error\n\
-                       \x20     Exit Code:    1\n    Restart Count:  1",
-                exit_code: None,
-                expect: None,
-            },
-            Example {
-                text: "Warning FailedSync Error syncing pod, skipping: failed to \"StartContainer\" with CrashLoopBackOff",
-                exit_code: None,
-                expect: None,
-            },
-        ]
-    }
+fn analyze(input: &Input<'_>) -> Option<Finding> {
+    let lines = input.lines;
+    let &c = input.woken.iter().find(|&&i| CRASHLOOP.is_match(lines[i]))?;
+    let &last = input.woken.iter().find(|&&i| LAST.is_match(lines[i]))?;
+    let block = &lines[last + 1..lines.len().min(last + 1 + BLOCK)];
+    let reason = block.iter().find_map(|l| REASON.captures(l).and_then(|m| m.get(1)).map(|m| m.as_str()));
+    let code = block.iter().find_map(|l| number(&EXIT, l))?;
+    let restarts = input.woken.iter().find_map(|&i| number(&RESTARTS, lines[i])).unwrap_or(0);
+    let id = match (reason, code) {
+        (Some("OOMKilled"), _) | (_, 137) => return None,
+        (Some("Completed"), _) | (_, 0) => COMPLETES,
+        _ if restarts >= MIN_RESTARTS => FAILS,
+        _ => return None,
+    };
+    Some(Finding::text(OUTCOMES, id, c))
 }
+
+pub(super) static ANALYZER: Analyzer = Analyzer {
+    triggers: TRIGGERS,
+    outcomes: OUTCOMES,
+    regexes: &[&CRASHLOOP, &LAST, &REASON, &EXIT, &RESTARTS],
+    analyze,
+    examples: &[
+        Example {
+            text: "    State:          Waiting\n      Reason:       CrashLoopBackOff\n    Last State:     Terminated\n\
+                   \x20     Reason:       Completed\n      Exit Code:    0\n      Started:      Wed, 14 Jul 2021 19:52:22 +0000\n\
+                   \x20   Ready:          False\n    Restart Count:  6",
+            exit_code: None,
+            expect: Some(COMPLETES),
+        },
+        Example {
+            text: "    State:          Waiting\n      Reason:       CrashLoopBackOff\n    Last State:     Terminated\n\
+                   \x20     Reason:       Error\n      Exit Code:    1\n    Restart Count:  5",
+            exit_code: None,
+            expect: Some(FAILS),
+        },
+        Example {
+            text: "      Reason:       CrashLoopBackOff\n    Last State:     Terminated\n      Reason:       OOMKilled\n\
+                   \x20     Exit Code:    137\n    Restart Count:  4",
+            exit_code: None,
+            expect: None,
+        },
+        Example {
+            text: "      Reason:       CrashLoopBackOff\n    Last State:     Terminated\n      Reason:       Error\n\
+                   \x20     Exit Code:    1\n    Restart Count:  1",
+            exit_code: None,
+            expect: None,
+        },
+        Example {
+            text: "Warning FailedSync Error syncing pod, skipping: failed to \"StartContainer\" with CrashLoopBackOff",
+            exit_code: None,
+            expect: None,
+        },
+    ],
+};

@@ -22,8 +22,6 @@
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, bytes, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
-pub(crate) struct CudaOom;
-
 const LARGER: &str = "cuda-oom/larger-than-gpu";
 const FRAGMENTED: &str = "cuda-oom/fits-in-free-memory";
 const OWN_FILL: &str = "cuda-oom/own-tensors-fill-gpu";
@@ -72,15 +70,13 @@ static OUTCOMES: &[Outcome] = &[
 
 static TRIGGERS: &[&str] = &[r"(?i)\bTried to allocate [\d.]+ ?[KMGTP]i?B\b"];
 
-pub(super) static REQUEST: Lazy = Lazy::new(|| re(r"(?i)\bTried to allocate ([\d.]+) ?([KMGTP]i?B)\b"));
-pub(super) static CAPACITY: Lazy =
+static REQUEST: Lazy = Lazy::new(|| re(r"(?i)\bTried to allocate ([\d.]+) ?([KMGTP]i?B)\b"));
+static CAPACITY: Lazy =
     Lazy::new(|| re(r"(?i)(?:\btotal capac\w* of ([\d.]+) ?([KMGTP]i?B)\b|\b([\d.]+) ?([KMGTP]i?B) total capacity\b)"));
-pub(super) static THIS_PROCESS: Lazy =
-    Lazy::new(|| re(r"(?i)\bthis process has ([\d.]+) ?([KMGTP]i?B) memory in use\b"));
-pub(super) static OTHER_PROCESS: Lazy = Lazy::new(|| re(r"(?i)\bProcess \d+ has [\d.]+ ?[KMGTP]i?B memory in use\b"));
-pub(super) static IDLE: Lazy =
-    Lazy::new(|| re(r"(?i)\b([\d.]+) ?([KMGTP]i?B) is reserved by PyTorch but unallocated\b"));
-pub(super) static FREE: Lazy =
+static THIS_PROCESS: Lazy = Lazy::new(|| re(r"(?i)\bthis process has ([\d.]+) ?([KMGTP]i?B) memory in use\b"));
+static OTHER_PROCESS: Lazy = Lazy::new(|| re(r"(?i)\bProcess \d+ has [\d.]+ ?[KMGTP]i?B memory in use\b"));
+static IDLE: Lazy = Lazy::new(|| re(r"(?i)\b([\d.]+) ?([KMGTP]i?B) is reserved by PyTorch but unallocated\b"));
+static FREE: Lazy =
     Lazy::new(|| re(r"(?i)(?:\bof which ([\d.]+) ?([KMGTP]i?B) (?:is )?free\b|[;,] ([\d.]+) ?([KMGTP]i?B) free\b)"));
 
 /// The first size captured by `re` in `line` (either alternative's pair of groups).
@@ -104,90 +100,84 @@ fn fills_alone(near: &[&str], total: f64, free: f64, request: f64) -> bool {
         && idle < request
 }
 
-impl Analyzer for CudaOom {
-    fn triggers(&self) -> &'static [&'static str] {
-        TRIGGERS
-    }
-
-    fn outcomes(&self) -> &'static [Outcome] {
-        OUTCOMES
-    }
-
-    fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
-        // The last failed allocation decides; its numbers are on its line or the next two.
-        let &i = input.woken.last()?;
-        let request = size(&REQUEST, input.lines.get(i)?)?;
-        let near = &input.lines[i..input.lines.len().min(i + 3)];
-        let capacity = near.iter().find_map(|l| size(&CAPACITY, l));
-        let free = near.iter().find_map(|l| size(&FREE, l));
-        let id = match (capacity, free) {
-            (Some(total), _) if request > total => LARGER,
-            (Some(total), Some(free)) if fills_alone(near, total, free, request) => OWN_FILL,
-            (_, Some(free)) if request <= free => FRAGMENTED,
-            _ => return None,
-        };
-        Some(Finding::text(OUTCOMES, id, i))
-    }
-
-    fn examples(&self) -> &'static [Example] {
-        &[
-            Example {
-                text: "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 55.57 GiB. GPU 0 has a \
-                       total capacty of 12.00 GiB of which 9.02 GiB is free.",
-                exit_code: Some(1),
-                expect: Some(LARGER),
-            },
-            Example {
-                text: "RuntimeError: CUDA out of memory. Tried to allocate 1.50 TiB (GPU 0; 79.15 GiB total \
-                       capacity; 1.2 GiB already allocated; 77.0 GiB free; 1.3 GiB reserved in total by PyTorch)",
-                exit_code: None,
-                expect: Some(LARGER),
-            },
-            Example {
-                text: "CUDA out of memory. Tried to allocate 2.26 GiB (GPU 0; 6.00 GiB total capacity; 781.59 MiB \
-                       already allocated; 3.03 GiB free; 1.24 GiB reserved in total by PyTorch)",
-                exit_code: None,
-                expect: Some(FRAGMENTED),
-            },
-            Example {
-                text: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB. GPU 0 has a total \
-                       capacity of 23.65 GiB of which 21.06 MiB is free. Including non-PyTorch memory, this process \
-                       has 23.61 GiB memory in use. Of the allocated memory 22.95 GiB is allocated by PyTorch, and \
-                       30.40 MiB is reserved by PyTorch but unallocated.",
-                exit_code: Some(1),
-                expect: Some(OWN_FILL),
-            },
-            // Another process holds part of the GPU: it may be gone next time.
-            Example {
-                text: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB. GPU 0 has a total \
-                       capacity of 23.65 GiB of which 21.06 MiB is free. Process 4242 has 6.00 GiB memory in use. \
-                       Including non-PyTorch memory, this process has 17.61 GiB memory in use.",
-                exit_code: Some(1),
-                expect: None,
-            },
-            // Older messages do not say whose the rest is.
-            Example {
-                text: "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 90.00 MiB. GPU 0 has a \
-                       total capacity of 8.00 GiB of which 0 bytes is free. Of the allocated memory 7.13 GiB is \
-                       allocated by PyTorch, and 127.09 MiB is reserved by PyTorch but unallocated.",
-                exit_code: Some(1),
-                expect: None,
-            },
-            // Needs more than is free but less than the GPU: the cuda-out-of-memory entry's case.
-            Example {
-                text: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.78 GiB. GPU 0 has a total \
-                       capacity of 31.47 GiB of which 12.73 GiB is free.",
-                exit_code: None,
-                expect: None,
-            },
-            Example {
-                text: "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 5.80 GiB total \
-                       capacity; 5.60 GiB already allocated; 3.19 MiB free; 5.61 GiB reserved in total)",
-                exit_code: None,
-                expect: None,
-            },
-            // No numbers to weigh.
-            Example { text: "Tried to allocate 2.00 GiB", exit_code: None, expect: None },
-        ]
-    }
+fn analyze(input: &Input<'_>) -> Option<Finding> {
+    // The last failed allocation decides; its numbers are on its line or the next two.
+    let &i = input.woken.last()?;
+    let request = size(&REQUEST, input.lines.get(i)?)?;
+    let near = &input.lines[i..input.lines.len().min(i + 3)];
+    let capacity = near.iter().find_map(|l| size(&CAPACITY, l));
+    let free = near.iter().find_map(|l| size(&FREE, l));
+    let id = match (capacity, free) {
+        (Some(total), _) if request > total => LARGER,
+        (Some(total), Some(free)) if fills_alone(near, total, free, request) => OWN_FILL,
+        (_, Some(free)) if request <= free => FRAGMENTED,
+        _ => return None,
+    };
+    Some(Finding::text(OUTCOMES, id, i))
 }
+
+pub(super) static ANALYZER: Analyzer = Analyzer {
+    triggers: TRIGGERS,
+    outcomes: OUTCOMES,
+    regexes: &[&REQUEST, &CAPACITY, &THIS_PROCESS, &OTHER_PROCESS, &IDLE, &FREE],
+    analyze,
+    examples: &[
+        Example {
+            text: "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 55.57 GiB. GPU 0 has a \
+                   total capacty of 12.00 GiB of which 9.02 GiB is free.",
+            exit_code: Some(1),
+            expect: Some(LARGER),
+        },
+        Example {
+            text: "RuntimeError: CUDA out of memory. Tried to allocate 1.50 TiB (GPU 0; 79.15 GiB total \
+                   capacity; 1.2 GiB already allocated; 77.0 GiB free; 1.3 GiB reserved in total by PyTorch)",
+            exit_code: None,
+            expect: Some(LARGER),
+        },
+        Example {
+            text: "CUDA out of memory. Tried to allocate 2.26 GiB (GPU 0; 6.00 GiB total capacity; 781.59 MiB \
+                   already allocated; 3.03 GiB free; 1.24 GiB reserved in total by PyTorch)",
+            exit_code: None,
+            expect: Some(FRAGMENTED),
+        },
+        Example {
+            text: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB. GPU 0 has a total \
+                   capacity of 23.65 GiB of which 21.06 MiB is free. Including non-PyTorch memory, this process \
+                   has 23.61 GiB memory in use. Of the allocated memory 22.95 GiB is allocated by PyTorch, and \
+                   30.40 MiB is reserved by PyTorch but unallocated.",
+            exit_code: Some(1),
+            expect: Some(OWN_FILL),
+        },
+        // Another process holds part of the GPU: it may be gone next time.
+        Example {
+            text: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB. GPU 0 has a total \
+                   capacity of 23.65 GiB of which 21.06 MiB is free. Process 4242 has 6.00 GiB memory in use. \
+                   Including non-PyTorch memory, this process has 17.61 GiB memory in use.",
+            exit_code: Some(1),
+            expect: None,
+        },
+        // Older messages do not say whose the rest is.
+        Example {
+            text: "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 90.00 MiB. GPU 0 has a \
+                   total capacity of 8.00 GiB of which 0 bytes is free. Of the allocated memory 7.13 GiB is \
+                   allocated by PyTorch, and 127.09 MiB is reserved by PyTorch but unallocated.",
+            exit_code: Some(1),
+            expect: None,
+        },
+        // Needs more than is free but less than the GPU: the cuda-out-of-memory entry's case.
+        Example {
+            text: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.78 GiB. GPU 0 has a total \
+                   capacity of 31.47 GiB of which 12.73 GiB is free.",
+            exit_code: None,
+            expect: None,
+        },
+        Example {
+            text: "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 5.80 GiB total \
+                   capacity; 5.60 GiB already allocated; 3.19 MiB free; 5.61 GiB reserved in total)",
+            exit_code: None,
+            expect: None,
+        },
+        // No numbers to weigh.
+        Example { text: "Tried to allocate 2.00 GiB", exit_code: None, expect: None },
+    ],
+};

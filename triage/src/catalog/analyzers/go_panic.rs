@@ -11,8 +11,6 @@
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
-pub(crate) struct GoPanic;
-
 const MAIN: &str = "go-panic/main-goroutine";
 const OTHER: &str = "go-panic/concurrent-goroutine";
 
@@ -42,63 +40,57 @@ static OUTCOMES: &[Outcome] = &[
 
 static TRIGGERS: &[&str] = &[r"^panic: runtime error: ", r"^\s*goroutine \d+ \[running\]:"];
 
-pub(super) static PANIC: Lazy = Lazy::new(|| re(r"^panic: runtime error: "));
-pub(super) static GOROUTINE: Lazy = Lazy::new(|| re(r"^\s*goroutine (\d+) \[running\]:"));
+static PANIC: Lazy = Lazy::new(|| re(r"^panic: runtime error: "));
+static GOROUTINE: Lazy = Lazy::new(|| re(r"^\s*goroutine (\d+) \[running\]:"));
 
 /// How far below the panic line its goroutine header may be.
 const HEADER_WITHIN: usize = 8;
 
-impl Analyzer for GoPanic {
-    fn triggers(&self) -> &'static [&'static str] {
-        TRIGGERS
-    }
-
-    fn outcomes(&self) -> &'static [Outcome] {
-        OUTCOMES
-    }
-
-    fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
-        let &p = input.woken.iter().rev().find(|&&i| input.lines.get(i).is_some_and(|l| PANIC.is_match(l)))?;
-        let g = input.woken.iter().find(|&&i| i > p && i <= p + HEADER_WITHIN)?;
-        let n: u64 = GOROUTINE.captures(input.lines.get(*g)?)?.get(1)?.as_str().parse().ok()?;
-        let id = if n == 1 { MAIN } else { OTHER };
-        Some(Finding::text(OUTCOMES, id, p))
-    }
-
-    fn examples(&self) -> &'static [Example] {
-        &[
-            Example {
-                text: "panic: runtime error: invalid memory address or nil pointer dereference\n\
-                       [signal SIGSEGV: segmentation violation code=0x1 addr=0x98 pc=0xe1d30f]\n\
-                       \n\
-                       goroutine 1 [running]:\n\
-                       main.main()\n\
-                       \t/app/main.go:69 +0x1af",
-                exit_code: Some(2),
-                expect: Some(MAIN),
-            },
-            Example {
-                text: "panic: runtime error: invalid memory address or nil pointer dereference\n\
-                       [signal SIGSEGV: segmentation violation code=0x1 addr=0xa0 pc=0x4d0ca6]\n\
-                       \n\
-                       goroutine 154 [running]:\n\
-                       os/exec.(*Cmd).Wait(0x0)",
-                exit_code: Some(2),
-                expect: Some(OTHER),
-            },
-            Example {
-                text: "panic: runtime error: index out of range [3] with length 3\n\ngoroutine 7 [running]:",
-                exit_code: None,
-                expect: Some(OTHER),
-            },
-            // No goroutine header: the entries decide.
-            Example {
-                text: "panic: runtime error: invalid memory address or nil pointer dereference",
-                exit_code: None,
-                expect: None,
-            },
-            // A panic of the program's own (not the runtime's): the entries decide.
-            Example { text: "panic: config file missing\n\ngoroutine 1 [running]:", exit_code: None, expect: None },
-        ]
-    }
+fn analyze(input: &Input<'_>) -> Option<Finding> {
+    let &p = input.woken.iter().rev().find(|&&i| input.lines.get(i).is_some_and(|l| PANIC.is_match(l)))?;
+    let g = input.woken.iter().find(|&&i| i > p && i <= p + HEADER_WITHIN)?;
+    let n: u64 = GOROUTINE.captures(input.lines.get(*g)?)?.get(1)?.as_str().parse().ok()?;
+    let id = if n == 1 { MAIN } else { OTHER };
+    Some(Finding::text(OUTCOMES, id, p))
 }
+
+pub(super) static ANALYZER: Analyzer = Analyzer {
+    triggers: TRIGGERS,
+    outcomes: OUTCOMES,
+    regexes: &[&PANIC, &GOROUTINE],
+    analyze,
+    examples: &[
+        Example {
+            text: "panic: runtime error: invalid memory address or nil pointer dereference\n\
+                   [signal SIGSEGV: segmentation violation code=0x1 addr=0x98 pc=0xe1d30f]\n\
+                   \n\
+                   goroutine 1 [running]:\n\
+                   main.main()\n\
+                   \t/app/main.go:69 +0x1af",
+            exit_code: Some(2),
+            expect: Some(MAIN),
+        },
+        Example {
+            text: "panic: runtime error: invalid memory address or nil pointer dereference\n\
+                   [signal SIGSEGV: segmentation violation code=0x1 addr=0xa0 pc=0x4d0ca6]\n\
+                   \n\
+                   goroutine 154 [running]:\n\
+                   os/exec.(*Cmd).Wait(0x0)",
+            exit_code: Some(2),
+            expect: Some(OTHER),
+        },
+        Example {
+            text: "panic: runtime error: index out of range [3] with length 3\n\ngoroutine 7 [running]:",
+            exit_code: None,
+            expect: Some(OTHER),
+        },
+        // No goroutine header: the entries decide.
+        Example {
+            text: "panic: runtime error: invalid memory address or nil pointer dereference",
+            exit_code: None,
+            expect: None,
+        },
+        // A panic of the program's own (not the runtime's): the entries decide.
+        Example { text: "panic: config file missing\n\ngoroutine 1 [running]:", exit_code: None, expect: None },
+    ],
+};

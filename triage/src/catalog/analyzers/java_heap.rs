@@ -20,8 +20,6 @@
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, bytes, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
-pub(crate) struct JavaHeap;
-
 const FIXED: &str = "java-heap/fixed-heap-too-small";
 const SIZED: &str = "java-heap/size-not-shown";
 
@@ -54,71 +52,65 @@ static OUTCOMES: &[Outcome] = &[
 
 static TRIGGERS: &[&str] = &[r"\bOutOfMemoryError: (?:Java heap space|GC overhead limit exceeded)"];
 
-pub(super) static HEAP_FLAG: Lazy = Lazy::new(|| {
+static HEAP_FLAG: Lazy = Lazy::new(|| {
     re(
         r"(?:-Xmx|-XX:MaxHeapSize=|--(?:driver|executor)-memory[= ]|spark\.(?:driver|executor)\.memory[= ])(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)[bB]?\b",
     )
 });
 
-impl Analyzer for JavaHeap {
-    fn triggers(&self) -> &'static [&'static str] {
-        TRIGGERS
-    }
-
-    fn outcomes(&self) -> &'static [Outcome] {
-        OUTCOMES
-    }
-
-    fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
-        let &i = input.woken.last()?;
-        let fixed = input.lines.iter().any(|l| {
-            HEAP_FLAG.captures_iter(l).any(|c| {
-                let unit = c.get(2).map_or("", |u| u.as_str());
-                c.get(1).and_then(|n| bytes(n.as_str(), unit)).is_some()
-            })
-        });
-        Some(Finding::text(OUTCOMES, if fixed { FIXED } else { SIZED }, i))
-    }
-
-    fn examples(&self) -> &'static [Example] {
-        &[
-            Example {
-                text: "+ java -Xmx256m -jar picard.jar MarkDuplicates I=in.bam O=out.bam\n\
-                       Exception in thread \"main\" java.lang.OutOfMemoryError: Java heap space\n\
-                       \tat java.util.Arrays.copyOf(Arrays.java:3332)",
-                exit_code: Some(1),
-                expect: Some(FIXED),
-            },
-            Example {
-                text: "Picked up _JAVA_OPTIONS: -Xmx2g\njava.lang.OutOfMemoryError: GC overhead limit exceeded",
-                exit_code: Some(1),
-                expect: Some(FIXED),
-            },
-            Example {
-                text: "spark-submit --driver-memory 1g --class Main app.jar\n\
-                       java.lang.OutOfMemoryError: Java heap space",
-                exit_code: None,
-                expect: Some(FIXED),
-            },
-            Example {
-                text: "21/02/03 07:55:00 ERROR Executor: Exception in task 0.0 in stage 1.0 (TID 5)\n\
-                       java.lang.OutOfMemoryError: GC overhead limit exceeded\n\
-                       \tat java.util.Arrays.copyOfRange(Arrays.java:3664)",
-                exit_code: None,
-                expect: Some(SIZED),
-            },
-            Example {
-                text: "Exception in thread \"main\" java.lang.OutOfMemoryError: Java heap space",
-                exit_code: Some(1),
-                expect: Some(SIZED),
-            },
-            // Limits no heap size cures are the java-heap entry's, not this analyzer's.
-            Example {
-                text: "java -Xmx64g -jar x.jar\nException in thread \"main\" java.lang.OutOfMemoryError: Requested array size exceeds VM limit",
-                exit_code: Some(1),
-                expect: None,
-            },
-            Example { text: "Error: -Xmx512m is set", exit_code: None, expect: None },
-        ]
-    }
+fn analyze(input: &Input<'_>) -> Option<Finding> {
+    let &i = input.woken.last()?;
+    let fixed = input.lines.iter().any(|l| {
+        HEAP_FLAG.captures_iter(l).any(|c| {
+            let unit = c.get(2).map_or("", |u| u.as_str());
+            c.get(1).and_then(|n| bytes(n.as_str(), unit)).is_some()
+        })
+    });
+    Some(Finding::text(OUTCOMES, if fixed { FIXED } else { SIZED }, i))
 }
+
+pub(super) static ANALYZER: Analyzer = Analyzer {
+    triggers: TRIGGERS,
+    outcomes: OUTCOMES,
+    regexes: &[&HEAP_FLAG],
+    analyze,
+    examples: &[
+        Example {
+            text: "+ java -Xmx256m -jar picard.jar MarkDuplicates I=in.bam O=out.bam\n\
+                   Exception in thread \"main\" java.lang.OutOfMemoryError: Java heap space\n\
+                   \tat java.util.Arrays.copyOf(Arrays.java:3332)",
+            exit_code: Some(1),
+            expect: Some(FIXED),
+        },
+        Example {
+            text: "Picked up _JAVA_OPTIONS: -Xmx2g\njava.lang.OutOfMemoryError: GC overhead limit exceeded",
+            exit_code: Some(1),
+            expect: Some(FIXED),
+        },
+        Example {
+            text: "spark-submit --driver-memory 1g --class Main app.jar\n\
+                   java.lang.OutOfMemoryError: Java heap space",
+            exit_code: None,
+            expect: Some(FIXED),
+        },
+        Example {
+            text: "21/02/03 07:55:00 ERROR Executor: Exception in task 0.0 in stage 1.0 (TID 5)\n\
+                   java.lang.OutOfMemoryError: GC overhead limit exceeded\n\
+                   \tat java.util.Arrays.copyOfRange(Arrays.java:3664)",
+            exit_code: None,
+            expect: Some(SIZED),
+        },
+        Example {
+            text: "Exception in thread \"main\" java.lang.OutOfMemoryError: Java heap space",
+            exit_code: Some(1),
+            expect: Some(SIZED),
+        },
+        // Limits no heap size cures are the java-heap entry's, not this analyzer's.
+        Example {
+            text: "java -Xmx64g -jar x.jar\nException in thread \"main\" java.lang.OutOfMemoryError: Requested array size exceeds VM limit",
+            exit_code: Some(1),
+            expect: None,
+        },
+        Example { text: "Error: -Xmx512m is set", exit_code: None, expect: None },
+    ],
+};

@@ -14,8 +14,6 @@
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
-pub(crate) struct MissingOutput;
-
 const SHORT: &str = "missing-output/short-latency-wait";
 const LONG: &str = "missing-output/not-written";
 
@@ -50,43 +48,37 @@ static OUTCOMES: &[Outcome] = &[
 
 static TRIGGERS: &[&str] = &[r"(?i)\bMissing files after \d+ seconds\b"];
 
-pub(super) static WAIT: Lazy = Lazy::new(|| re(r"(?i)\bMissing files after (\d+) seconds\b"));
+static WAIT: Lazy = Lazy::new(|| re(r"(?i)\bMissing files after (\d+) seconds\b"));
 
-impl Analyzer for MissingOutput {
-    fn triggers(&self) -> &'static [&'static str] {
-        TRIGGERS
-    }
-
-    fn outcomes(&self) -> &'static [Outcome] {
-        OUTCOMES
-    }
-
-    fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
-        let &i = input.woken.last()?;
-        let secs: u64 = WAIT.captures(input.lines.get(i)?)?.get(1)?.as_str().parse().ok()?;
-        let id = if secs <= SHORT_WAIT_SECS {
-            SHORT
-        } else if secs >= LONG_WAIT_SECS {
-            LONG
-        } else {
-            return None;
-        };
-        Some(Finding::text(OUTCOMES, id, i))
-    }
-
-    fn examples(&self) -> &'static [Example] {
-        &[
-            Example {
-                text: "MissingOutputException in rule make_image:\nJob 8 completed successfully, but some output files are missing.\nMissing files after 5 seconds:\noutput/venv.squashfs",
-                exit_code: None,
-                expect: Some(SHORT),
-            },
-            Example {
-                text: "Job 0 completed successfully, but some output files are missing. Missing files after 600 seconds. This might be due to filesystem latency.",
-                exit_code: Some(1),
-                expect: Some(LONG),
-            },
-            Example { text: "Missing files after 30 seconds:", exit_code: None, expect: None },
-        ]
-    }
+fn analyze(input: &Input<'_>) -> Option<Finding> {
+    let &i = input.woken.last()?;
+    let secs: u64 = WAIT.captures(input.lines.get(i)?)?.get(1)?.as_str().parse().ok()?;
+    let id = if secs <= SHORT_WAIT_SECS {
+        SHORT
+    } else if secs >= LONG_WAIT_SECS {
+        LONG
+    } else {
+        return None;
+    };
+    Some(Finding::text(OUTCOMES, id, i))
 }
+
+pub(super) static ANALYZER: Analyzer = Analyzer {
+    triggers: TRIGGERS,
+    outcomes: OUTCOMES,
+    regexes: &[&WAIT],
+    analyze,
+    examples: &[
+        Example {
+            text: "MissingOutputException in rule make_image:\nJob 8 completed successfully, but some output files are missing.\nMissing files after 5 seconds:\noutput/venv.squashfs",
+            exit_code: None,
+            expect: Some(SHORT),
+        },
+        Example {
+            text: "Job 0 completed successfully, but some output files are missing. Missing files after 600 seconds. This might be due to filesystem latency.",
+            exit_code: Some(1),
+            expect: Some(LONG),
+        },
+        Example { text: "Missing files after 30 seconds:", exit_code: None, expect: None },
+    ],
+};

@@ -5,7 +5,9 @@
 //! fragmentation; a Java heap error under a `-Xmx` of a few megabytes is a configuration,
 //! under a real heap it is a memory shortfall; an NCCL watchdog that fires on the first
 //! collectives is a setup problem, one that fires after hours is a hang. An analyzer is a
-//! small piece of Rust beside the TOML entries, one file each, with the same discipline:
+//! small piece of Rust beside the TOML entries, one file each, declared as one static
+//! [`Analyzer`] (listed in [`ALL`]): its function `analyze` and, beside it, its
+//! triggers, outcomes, regexes and examples, with the same discipline:
 //!
 //! - **Triggers**: regexes added to the catalog's one `RegexSet`. An analyzer runs only on a
 //!   text where one of its triggers matched a line, so a scan that finds nothing for it costs
@@ -19,6 +21,9 @@
 //! - **Examples**: texts (with an exit code where it matters) and the outcome each must reach,
 //!   or `None` for a counter-example that must reach none of the analyzer's outcomes. The
 //!   tests check all of them, and that every outcome and every trigger is exercised.
+//! - **Regexes**: every lazily compiled regex the analyzer reads lines with, compiled ahead by
+//!   [`warm_up`] (a test checks that each module lists all the ones it declares: one left out
+//!   would compile inside a listing).
 //!
 //! Outcome ids never clash with a user's entry: they contain `/`, which entry ids may not.
 
@@ -51,22 +56,22 @@ mod xla_memory;
 mod tests;
 
 /// Every built-in analyzer, in the order their outcomes are listed.
-pub(crate) static ALL: &[&dyn Analyzer] = &[
-    &cuda_oom::CudaOom,
-    &java_heap::JavaHeap,
-    &nccl_watchdog::NcclWatchdog,
-    &sigkill::SigKill,
-    &go_panic::GoPanic,
-    &time_limit::TimeLimit,
-    &missing_output::MissingOutput,
-    &crashloop::CrashLoop,
-    &cloud_quota::CloudQuota,
-    &truncated_download::TruncatedDownload,
-    &tensor_oom::TensorOom,
-    &allocation_size::AllocationSize,
-    &retry_after::RetryAfter,
-    &xla_memory::XlaMemory,
-    &token_limit::TokenLimit,
+pub(crate) static ALL: &[&Analyzer] = &[
+    &cuda_oom::ANALYZER,
+    &java_heap::ANALYZER,
+    &nccl_watchdog::ANALYZER,
+    &sigkill::ANALYZER,
+    &go_panic::ANALYZER,
+    &time_limit::ANALYZER,
+    &missing_output::ANALYZER,
+    &crashloop::ANALYZER,
+    &cloud_quota::ANALYZER,
+    &truncated_download::ANALYZER,
+    &tensor_oom::ANALYZER,
+    &allocation_size::ANALYZER,
+    &retry_after::ANALYZER,
+    &xla_memory::ANALYZER,
+    &token_limit::ANALYZER,
 ];
 
 /// A conclusion an analyzer can reach; shown like a catalog entry.
@@ -110,7 +115,7 @@ pub(crate) struct Input<'a> {
     /// [`MAX_WOKEN_LINES`] of them).
     pub woken: &'a [usize],
     /// Per line of `woken`, which of the analyzer's triggers matched it: bit `t` for
-    /// `triggers()[t]` (an analyzer has at most [`MAX_TRIGGERS`]).
+    /// `triggers[t]` (an analyzer has at most [`MAX_TRIGGERS`]).
     pub triggered: &'a [u32],
     pub ctx: &'a ScanContext,
 }
@@ -161,16 +166,19 @@ pub(crate) struct Example {
     pub expect: Option<&'static str>,
 }
 
-pub(crate) trait Analyzer: Sync {
+/// One analyzer: what it declares, and its logic.
+pub(crate) struct Analyzer {
     /// Regexes (catalog syntax: tried on each line) that wake the analyzer.
-    fn triggers(&self) -> &'static [&'static str];
+    pub triggers: &'static [&'static str],
     /// What it can conclude.
-    fn outcomes(&self) -> &'static [Outcome];
+    pub outcomes: &'static [Outcome],
+    /// Every lazily compiled regex of its own (compiled ahead by [`warm_up`]).
+    pub regexes: &'static [&'static Lazy],
     /// Its conclusion, if the evidence supports one.
-    fn analyze(&self, input: &Input<'_>) -> Option<Finding>;
+    pub analyze: fn(&Input<'_>) -> Option<Finding>,
     /// Examples and counter-examples (checked by the tests).
     #[cfg_attr(not(test), allow(dead_code))]
-    fn examples(&self) -> &'static [Example];
+    pub examples: &'static [Example],
 }
 
 /// The outcome index of `id` in `outcomes` (for analyzers naming their outcomes).
@@ -210,57 +218,7 @@ pub(crate) type Lazy = LazyLock<Regex>;
 
 /// Compile every analyzer's regexes now (see [`crate::catalog::Catalog::warm_up`]).
 pub(crate) fn warm_up() {
-    let all: [&Lazy; 48] = [
-        &allocation_size::UNIT,
-        &allocation_size::BYTES,
-        &allocation_size::GPU,
-        &cloud_quota::AWS,
-        &cloud_quota::AZURE,
-        &cloud_quota::GOOGLE_LIMIT,
-        &cloud_quota::GOOGLE_REQUESTED,
-        &cloud_quota::KUBERNETES,
-        &crashloop::CRASHLOOP,
-        &crashloop::LAST,
-        &crashloop::REASON,
-        &crashloop::EXIT,
-        &crashloop::RESTARTS,
-        &cuda_oom::REQUEST,
-        &cuda_oom::CAPACITY,
-        &cuda_oom::THIS_PROCESS,
-        &cuda_oom::OTHER_PROCESS,
-        &cuda_oom::IDLE,
-        &cuda_oom::FREE,
-        &go_panic::PANIC,
-        &go_panic::GOROUTINE,
-        &java_heap::HEAP_FLAG,
-        &missing_output::WAIT,
-        &nccl_watchdog::SEQ,
-        &retry_after::WAIT,
-        &retry_after::SECONDS,
-        &retry_after::PART,
-        &sigkill::KILL,
-        &sigkill::NOT_EVIDENCE,
-        &tensor_oom::SHAPE,
-        &tensor_oom::NODE_TYPE,
-        &tensor_oom::REQUEST_BYTES,
-        &tensor_oom::HOST,
-        &tensor_oom::LIMIT,
-        &tensor_oom::IN_USE,
-        &tensor_oom::DEVICE,
-        &tensor_oom::PROGRAM_USE,
-        &time_limit::REPORT_FIRST,
-        &time_limit::PBS,
-        &time_limit::PROGRESS_LINE,
-        &time_limit::SCHEDULER,
-        &time_limit::DONE,
-        &token_limit::NUMBERS,
-        &truncated_download::HASH,
-        &truncated_download::PROGRESS,
-        &truncated_download::SIZE,
-        &xla_memory::SPACE,
-        &xla_memory::RESERVE,
-    ];
-    for re in all {
+    for re in ALL.iter().flat_map(|a| a.regexes) {
         LazyLock::force(re);
     }
 }
@@ -272,7 +230,7 @@ pub(crate) fn outcome_entries() -> (Vec<Entry>, Vec<usize>) {
     let mut first = Vec::new();
     for a in ALL {
         first.push(entries.len());
-        entries.extend(a.outcomes().iter().map(Outcome::entry));
+        entries.extend(a.outcomes.iter().map(Outcome::entry));
     }
     (entries, first)
 }

@@ -21,8 +21,6 @@
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
-pub(crate) struct NcclWatchdog;
-
 const SETUP: &str = "nccl-watchdog/first-collectives";
 const AFTER: &str = "nccl-watchdog/after-progress";
 
@@ -60,82 +58,76 @@ static OUTCOMES: &[Outcome] = &[
 
 static TRIGGERS: &[&str] = &[r"\bWorkNCCL\((?:\w+=[\w.]+, ){0,6}SeqNum=\d+", r"\blast completed NCCL work: -?\d+"];
 
-pub(super) static SEQ: Lazy =
+static SEQ: Lazy =
     Lazy::new(|| re(r"\bWorkNCCL\((?:\w+=[\w.]+, ){0,6}SeqNum=(\d+)|\blast completed NCCL work: (-?\d+)"));
 
-impl Analyzer for NcclWatchdog {
-    fn triggers(&self) -> &'static [&'static str] {
-        TRIGGERS
-    }
-
-    fn outcomes(&self) -> &'static [Outcome] {
-        OUTCOMES
-    }
-
-    fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
-        // The highest sequence number reached decides (ranks report slightly different ones).
-        let (line, seq) = input
-            .woken
-            .iter()
-            .filter_map(|&i| {
-                let c = SEQ.captures(input.lines.get(i)?)?;
-                let n = c.get(1).or_else(|| c.get(2))?.as_str().parse::<i64>().ok()?;
-                // "last completed: -1" is no collective at all; SeqNum counts from 1 (or 0).
-                Some((i, u64::try_from(n.max(0)).ok()?))
-            })
-            .max_by_key(|&(i, n)| (n, i))?;
-        let id = if seq < FIRST_COLLECTIVES {
-            SETUP
-        } else if seq >= PROGRESS {
-            AFTER
-        } else {
-            return None;
-        };
-        Some(Finding::text(OUTCOMES, id, line))
-    }
-
-    fn examples(&self) -> &'static [Example] {
-        &[
-            Example {
-                text: "[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught collective operation timeout: \
-                       WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800505 milliseconds \
-                       before timing out.",
-                exit_code: None,
-                expect: Some(SETUP),
-            },
-            Example {
-                text: "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=469508, \
-                       OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds before timing out.\n\
-                       [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=469507, \
-                       OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802211 milliseconds before timing out.",
-                exit_code: Some(-6),
-                expect: Some(AFTER),
-            },
-            Example {
-                text: "[Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=25, \
-                       OpType=BROADCAST, Timeout(ms)=600000) ran for 600103 milliseconds before timing out.",
-                exit_code: None,
-                expect: None,
-            },
-            Example {
-                text: "[E ProcessGroupNCCL.cpp:523] Watchdog caught collective operation timeout: \
-                       WorkNCCL(OpType=ALLREDUCE, SeqNum=458) ran for 1800600 ms before timing out.",
-                exit_code: None,
-                expect: Some(AFTER),
-            },
-            Example { text: "NCCL watchdog timeout after 1800 s", exit_code: None, expect: None },
-            Example {
-                text: "[PG 1 Rank 0] Exception (either an error or timeout) detected by watchdog at work: 1580, \
-                       last enqueued NCCL work: 1582, last completed NCCL work: 1579.",
-                exit_code: None,
-                expect: Some(AFTER),
-            },
-            Example {
-                text: "[PG 0 Rank 3] Exception (either an error or timeout) detected by watchdog at work: 1, \
-                       last enqueued NCCL work: 1, last completed NCCL work: -1.",
-                exit_code: None,
-                expect: Some(SETUP),
-            },
-        ]
-    }
+fn analyze(input: &Input<'_>) -> Option<Finding> {
+    // The highest sequence number reached decides (ranks report slightly different ones).
+    let (line, seq) = input
+        .woken
+        .iter()
+        .filter_map(|&i| {
+            let c = SEQ.captures(input.lines.get(i)?)?;
+            let n = c.get(1).or_else(|| c.get(2))?.as_str().parse::<i64>().ok()?;
+            // "last completed: -1" is no collective at all; SeqNum counts from 1 (or 0).
+            Some((i, u64::try_from(n.max(0)).ok()?))
+        })
+        .max_by_key(|&(i, n)| (n, i))?;
+    let id = if seq < FIRST_COLLECTIVES {
+        SETUP
+    } else if seq >= PROGRESS {
+        AFTER
+    } else {
+        return None;
+    };
+    Some(Finding::text(OUTCOMES, id, line))
 }
+
+pub(super) static ANALYZER: Analyzer = Analyzer {
+    triggers: TRIGGERS,
+    outcomes: OUTCOMES,
+    regexes: &[&SEQ],
+    analyze,
+    examples: &[
+        Example {
+            text: "[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught collective operation timeout: \
+                   WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800505 milliseconds \
+                   before timing out.",
+            exit_code: None,
+            expect: Some(SETUP),
+        },
+        Example {
+            text: "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=469508, \
+                   OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds before timing out.\n\
+                   [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=469507, \
+                   OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802211 milliseconds before timing out.",
+            exit_code: Some(-6),
+            expect: Some(AFTER),
+        },
+        Example {
+            text: "[Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=25, \
+                   OpType=BROADCAST, Timeout(ms)=600000) ran for 600103 milliseconds before timing out.",
+            exit_code: None,
+            expect: None,
+        },
+        Example {
+            text: "[E ProcessGroupNCCL.cpp:523] Watchdog caught collective operation timeout: \
+                   WorkNCCL(OpType=ALLREDUCE, SeqNum=458) ran for 1800600 ms before timing out.",
+            exit_code: None,
+            expect: Some(AFTER),
+        },
+        Example { text: "NCCL watchdog timeout after 1800 s", exit_code: None, expect: None },
+        Example {
+            text: "[PG 1 Rank 0] Exception (either an error or timeout) detected by watchdog at work: 1580, \
+                   last enqueued NCCL work: 1582, last completed NCCL work: 1579.",
+            exit_code: None,
+            expect: Some(AFTER),
+        },
+        Example {
+            text: "[PG 0 Rank 3] Exception (either an error or timeout) detected by watchdog at work: 1, \
+                   last enqueued NCCL work: 1, last completed NCCL work: -1.",
+            exit_code: None,
+            expect: Some(SETUP),
+        },
+    ],
+};

@@ -15,8 +15,6 @@
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
-pub(crate) struct RetryAfter;
-
 const HOURS: &str = "retry-after/hours";
 
 static OUTCOMES: &[Outcome] = &[Outcome {
@@ -50,9 +48,9 @@ const SECONDS_RE: &str = r#"(?i)\bFLOOD_WAIT_(\d+)\b|\bA wait of (\d+) seconds i
 
 static TRIGGERS: &[&str] = &[WAIT_RE, SECONDS_RE];
 
-pub(super) static WAIT: Lazy = Lazy::new(|| re(WAIT_RE));
-pub(super) static SECONDS: Lazy = Lazy::new(|| re(SECONDS_RE));
-pub(super) static PART: Lazy = Lazy::new(|| re(AMOUNT));
+static WAIT: Lazy = Lazy::new(|| re(WAIT_RE));
+static SECONDS: Lazy = Lazy::new(|| re(SECONDS_RE));
+static PART: Lazy = Lazy::new(|| re(AMOUNT));
 
 /// A wait this long is a quota's reset, not a throttling window (seconds).
 const QUOTA_WAIT: f64 = 2.0 * 3600.0;
@@ -80,82 +78,68 @@ fn wait(line: &str) -> Option<f64> {
     Some(seconds)
 }
 
-impl Analyzer for RetryAfter {
-    fn triggers(&self) -> &'static [&'static str] {
-        TRIGGERS
-    }
-
-    fn outcomes(&self) -> &'static [Outcome] {
-        OUTCOMES
-    }
-
-    fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
-        let &i = input.woken.last()?;
-        (wait(input.line(i))? >= QUOTA_WAIT).then(|| Finding::text(OUTCOMES, HOURS, i))
-    }
-
-    fn examples(&self) -> &'static [Example] {
-        &[
-            Example {
-                text: "Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2023-05-15 have \
-                       exceeded token rate limit of your current AIServices S0 pricing tier. Please retry after 86400 seconds.",
-                exit_code: Some(1),
-                expect: Some(HOURS),
-            },
-            Example {
-                text: "Rate limit is exceeded. Try again in 43200 seconds.",
-                exit_code: None,
-                expect: Some(HOURS),
-            },
-            Example {
-                text: "openai.RateLimitError: Error code: 429 - Rate limit reached for gpt-4 on requests per day (RPD): \
-                       Limit 10000, Used 10000, Requested 1. Please try again in 8h38m24s.",
-                exit_code: Some(1),
-                expect: Some(HOURS),
-            },
-            Example {
-                text: "Quota exceeded for the day. Please retry in 3 hours.",
-                exit_code: None,
-                expect: Some(HOURS),
-            },
-            Example {
-                text: "telethon.errors.rpcerrorlist.FloodWaitError: A wait of 81227 seconds is required (caused by ImportChatInviteRequest)",
-                exit_code: Some(1),
-                expect: Some(HOURS),
-            },
-            Example { text: r#"            "message": "FLOOD_WAIT_81227","#, exit_code: None, expect: Some(HOURS) },
-            Example {
-                text: r#"{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 14400","parameters":{"retry_after":14400}}"#,
-                exit_code: None,
-                expect: Some(HOURS),
-            },
-            // Per-minute windows: the throttling entries decide.
-            Example { text: "Please retry after 6 seconds.", exit_code: None, expect: None },
-            Example { text: "Rate limit is exceeded. Try again in 59 seconds.", exit_code: None, expect: None },
-            Example { text: "Please retry after 1200 seconds.", exit_code: None, expect: None },
-            Example {
-                text: "Rate limit reached for gpt-4 on tokens per min (TPM): Limit 10000, Used 8554, Requested 3082. Please try again in 9.816s.",
-                exit_code: None,
-                expect: None,
-            },
-            Example { text: "Please try again in 1h30m0s.", exit_code: None, expect: None },
-            Example { text: "Please try again in 859ms.", exit_code: None, expect: None },
-            Example {
-                text: r#"{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 35","parameters":{"retry_after":35}}"#,
-                exit_code: None,
-                expect: None,
-            },
-            Example {
-                text: "telethon.errors.rpcerrorlist.FloodWaitError: A wait of 27 seconds is required",
-                exit_code: None,
-                expect: None,
-            },
-            // The last wait decides: a daily quota's earlier reply, then a short window.
-            Example {
-                text: "Please retry after 86400 seconds.\nWARN  GET https://registry.npmjs.org/x error. Will retry in 10 seconds.",
-                exit_code: None,
-                expect: None,
-            },
-        ]
-    }
+fn analyze(input: &Input<'_>) -> Option<Finding> {
+    let &i = input.woken.last()?;
+    (wait(input.line(i))? >= QUOTA_WAIT).then(|| Finding::text(OUTCOMES, HOURS, i))
 }
+
+pub(super) static ANALYZER: Analyzer = Analyzer {
+    triggers: TRIGGERS,
+    outcomes: OUTCOMES,
+    regexes: &[&WAIT, &SECONDS, &PART],
+    analyze,
+    examples: &[
+        Example {
+            text: "Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2023-05-15 have \
+                   exceeded token rate limit of your current AIServices S0 pricing tier. Please retry after 86400 seconds.",
+            exit_code: Some(1),
+            expect: Some(HOURS),
+        },
+        Example { text: "Rate limit is exceeded. Try again in 43200 seconds.", exit_code: None, expect: Some(HOURS) },
+        Example {
+            text: "openai.RateLimitError: Error code: 429 - Rate limit reached for gpt-4 on requests per day (RPD): \
+                   Limit 10000, Used 10000, Requested 1. Please try again in 8h38m24s.",
+            exit_code: Some(1),
+            expect: Some(HOURS),
+        },
+        Example { text: "Quota exceeded for the day. Please retry in 3 hours.", exit_code: None, expect: Some(HOURS) },
+        Example {
+            text: "telethon.errors.rpcerrorlist.FloodWaitError: A wait of 81227 seconds is required (caused by ImportChatInviteRequest)",
+            exit_code: Some(1),
+            expect: Some(HOURS),
+        },
+        Example { text: r#"            "message": "FLOOD_WAIT_81227","#, exit_code: None, expect: Some(HOURS) },
+        Example {
+            text: r#"{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 14400","parameters":{"retry_after":14400}}"#,
+            exit_code: None,
+            expect: Some(HOURS),
+        },
+        // Per-minute windows: the throttling entries decide.
+        Example { text: "Please retry after 6 seconds.", exit_code: None, expect: None },
+        Example { text: "Rate limit is exceeded. Try again in 59 seconds.", exit_code: None, expect: None },
+        Example { text: "Please retry after 1200 seconds.", exit_code: None, expect: None },
+        Example {
+            text: "Rate limit reached for gpt-4 on tokens per min (TPM): Limit 10000, Used 8554, Requested 3082. Please try again in 9.816s.",
+            exit_code: None,
+            expect: None,
+        },
+        Example { text: "Please try again in 1h30m0s.", exit_code: None, expect: None },
+        Example { text: "Please try again in 859ms.", exit_code: None, expect: None },
+        Example {
+            text: r#"{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 35","parameters":{"retry_after":35}}"#,
+            exit_code: None,
+            expect: None,
+        },
+        Example {
+            text: "telethon.errors.rpcerrorlist.FloodWaitError: A wait of 27 seconds is required",
+            exit_code: None,
+            expect: None,
+        },
+        // The last wait decides: a daily quota's earlier reply, then a short window.
+        Example {
+            text: "Please retry after 86400 seconds.\nWARN  GET https://registry.npmjs.org/x error. Will retry in 10 seconds.",
+            exit_code: None,
+            expect: None,
+        },
+    ],
+};

@@ -11,8 +11,6 @@
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, outcome, re};
 use crate::model::{EntryClass, SchedulerState, Strategy, SuggestedAction};
 
-pub(crate) struct SigKill;
-
 const MEMORY: &str = "sigkill/memory";
 
 static OUTCOMES: &[Outcome] = &[Outcome {
@@ -42,7 +40,7 @@ static TRIGGERS: &[&str] = &[
     r"(?i)\b(?:out of memory|oom|memory limit|memory cgroup|Cannot allocate memory|MemoryError|limited without swap|exceed\w* (?:its |the )?memory|low on memory|insufficient memory)\b",
 ];
 
-pub(super) static KILL: Lazy = Lazy::new(|| {
+static KILL: Lazy = Lazy::new(|| {
     re(
         r"(?i)(?:(?:^|[\s:])Killed(?:\s*$|\s+(?u:\S))|\bsignal 9\b|\bSIGKILL\b|\bexit ?code:? -9\b|\b(?:exit(?:ed with)? (?:code|status)|non-zero exit status|returned a non-zero code:?)\s*:?\s*\(?137\b)",
     )
@@ -51,7 +49,7 @@ pub(super) static KILL: Lazy = Lazy::new(|| {
 /// killing the surviving ranks, GPU memory (its own entries weigh it), and shared memory
 /// (`/dev/shm` is a size fixed by the container or the node, not the job's memory request; a
 /// worker "killed by signal: Bus error" for lack of it is not a SIGKILL either).
-pub(super) static NOT_EVIDENCE: Lazy = Lazy::new(|| {
+static NOT_EVIDENCE: Lazy = Lazy::new(|| {
     re(
         r"(?i)\bclosing signal\b|\b(?:CUDA|GPU|HIP|cudaMalloc|CUBLAS|cuDNN|device memory)\b|\bshared memory\b|/dev/shm\b|\bBus error\b",
     )
@@ -65,105 +63,99 @@ fn says_killed(line: &str) -> bool {
         .any(|at| bytes.get(at + 1..at + 6).is_some_and(|rest| rest.eq_ignore_ascii_case(b"illed")))
 }
 
-impl Analyzer for SigKill {
-    fn triggers(&self) -> &'static [&'static str] {
-        TRIGGERS
-    }
-
-    fn outcomes(&self) -> &'static [Outcome] {
-        OUTCOMES
-    }
-
-    fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
-        // The kernel's "Out of memory: Killed process N" is memory evidence, not a kill of
-        // the job's own process as a shell or launcher reports it.
-        let evidence = |i: &usize| !NOT_EVIDENCE.is_match(input.line(*i));
-        // `KILL` is the kill triggers in one regex, with `Killed` in any case: a line one of
-        // them woke matches it (unless only the kernel's report made it match), and only a line
-        // that says "killed" in another case can match it without them.
-        let is_kill = |(&i, &t): (&usize, &u32)| {
-            let l = input.line(i);
-            if l.contains("Killed process") {
-                KILL.is_match(&l.replace("Killed process", ""))
-            } else {
-                t & KILL_TRIGGERS != 0 || (says_killed(l) && KILL.is_match(l))
-            }
-        };
-        let kill_line =
-            input.woken.iter().zip(input.triggered).rev().find(|&w| is_kill(w) && evidence(w.0)).map(|(&i, _)| i);
-        let code = input.ctx.exit_code.filter(|c| matches!(c, 137 | -9));
-        if kill_line.is_none() && code.is_none() {
-            return None;
+fn analyze(input: &Input<'_>) -> Option<Finding> {
+    // The kernel's "Out of memory: Killed process N" is memory evidence, not a kill of
+    // the job's own process as a shell or launcher reports it.
+    let evidence = |i: &usize| !NOT_EVIDENCE.is_match(input.line(*i));
+    // `KILL` is the kill triggers in one regex, with `Killed` in any case: a line one of
+    // them woke matches it (unless only the kernel's report made it match), and only a line
+    // that says "killed" in another case can match it without them.
+    let is_kill = |(&i, &t): (&usize, &u32)| {
+        let l = input.line(i);
+        if l.contains("Killed process") {
+            KILL.is_match(&l.replace("Killed process", ""))
+        } else {
+            t & KILL_TRIGGERS != 0 || (says_killed(l) && KILL.is_match(l))
         }
-        let oom_state = input.ctx.scheduler_state == Some(SchedulerState::OutOfMemory);
-        // The memory trigger (the last of `TRIGGERS`) is the memory evidence: the lines it woke.
-        let memory_line = input.woken_by(MEMORY_TRIGGER).rev().find(evidence);
-        if memory_line.is_none() && !oom_state {
-            return None;
-        }
-        let at = kill_line.or(memory_line)?;
-        let confirmed_by = match (code, oom_state) {
-            (Some(c), _) => Some(format!("exit code {c}")),
-            (None, true) => Some("scheduler state OUT_OF_MEMORY".to_string()),
-            (None, false) => None,
-        };
-        Some(Finding { outcome: outcome(OUTCOMES, MEMORY), line: at, confirmed_by })
+    };
+    let kill_line =
+        input.woken.iter().zip(input.triggered).rev().find(|&w| is_kill(w) && evidence(w.0)).map(|(&i, _)| i);
+    let code = input.ctx.exit_code.filter(|c| matches!(c, 137 | -9));
+    if kill_line.is_none() && code.is_none() {
+        return None;
     }
-
-    fn examples(&self) -> &'static [Example] {
-        &[
-            // Shared memory is not the job's memory request, and a bus error is not a SIGKILL.
-            Example {
-                text: "RuntimeError: DataLoader worker (pid 3216) is killed by signal: Bus error. It is possible \
-                       that dataloader's workers are out of shared memory. Please try to raise your shared memory \
-                       limit.",
-                exit_code: None,
-                expect: None,
-            },
-            Example {
-                text: "Command exit status:\n  137\nCommand error:\n  WARNING: Your kernel does not support swap \
-                       limit capabilities or the cgroup is not mounted. Memory limited without swap.",
-                exit_code: Some(137),
-                expect: Some(MEMORY),
-            },
-            Example {
-                text: "/var/spool/slurmd/job42/slurm_script: line 9: 1234 Killed  python train.py\n\
-                       slurmstepd: error: Detected 1 oom-kill event in StepId=42.batch.",
-                exit_code: None,
-                expect: Some(MEMORY),
-            },
-            Example {
-                text: "MemoryError: Unable to allocate array\nmpirun noticed that process rank 0 exited on signal 9 (Killed).",
-                exit_code: None,
-                expect: Some(MEMORY),
-            },
-            Example { text: "worker: memory limit reached, RSS 31.9 GiB", exit_code: Some(-9), expect: Some(MEMORY) },
-            Example {
-                text: "Process `align (3)` terminated with an error exit status (137) -- out of memory",
-                exit_code: None,
-                expect: Some(MEMORY),
-            },
-            // A kill with no reason given is not this analyzer's call.
-            Example {
-                text: "mpirun noticed that process rank 0 with PID 21183 on node node01 exited on signal 9 (Killed).",
-                exit_code: Some(137),
-                expect: None,
-            },
-            Example {
-                text: "failed (exitcode: -9) local_rank: 0 (pid: 1322) of binary: python",
-                exit_code: None,
-                expect: None,
-            },
-            // Memory words without a kill: a Python MemoryError is its own entry's.
-            Example { text: "MemoryError", exit_code: Some(1), expect: None },
-            Example { text: "Out of memory: Killed process 4242 (python)", exit_code: None, expect: None },
-            // GPU memory and a launcher stopping the other ranks are not the job's host memory.
-            Example {
-                text: "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n\
-                       WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 4243 closing signal SIGKILL",
-                exit_code: Some(1),
-                expect: None,
-            },
-        ]
+    let oom_state = input.ctx.scheduler_state == Some(SchedulerState::OutOfMemory);
+    // The memory trigger (the last of `TRIGGERS`) is the memory evidence: the lines it woke.
+    let memory_line = input.woken_by(MEMORY_TRIGGER).rev().find(evidence);
+    if memory_line.is_none() && !oom_state {
+        return None;
     }
+    let at = kill_line.or(memory_line)?;
+    let confirmed_by = match (code, oom_state) {
+        (Some(c), _) => Some(format!("exit code {c}")),
+        (None, true) => Some("scheduler state OUT_OF_MEMORY".to_string()),
+        (None, false) => None,
+    };
+    Some(Finding { outcome: outcome(OUTCOMES, MEMORY), line: at, confirmed_by })
 }
+
+pub(super) static ANALYZER: Analyzer = Analyzer {
+    triggers: TRIGGERS,
+    outcomes: OUTCOMES,
+    regexes: &[&KILL, &NOT_EVIDENCE],
+    analyze,
+    examples: &[
+        // Shared memory is not the job's memory request, and a bus error is not a SIGKILL.
+        Example {
+            text: "RuntimeError: DataLoader worker (pid 3216) is killed by signal: Bus error. It is possible \
+                   that dataloader's workers are out of shared memory. Please try to raise your shared memory \
+                   limit.",
+            exit_code: None,
+            expect: None,
+        },
+        Example {
+            text: "Command exit status:\n  137\nCommand error:\n  WARNING: Your kernel does not support swap \
+                   limit capabilities or the cgroup is not mounted. Memory limited without swap.",
+            exit_code: Some(137),
+            expect: Some(MEMORY),
+        },
+        Example {
+            text: "/var/spool/slurmd/job42/slurm_script: line 9: 1234 Killed  python train.py\n\
+                   slurmstepd: error: Detected 1 oom-kill event in StepId=42.batch.",
+            exit_code: None,
+            expect: Some(MEMORY),
+        },
+        Example {
+            text: "MemoryError: Unable to allocate array\nmpirun noticed that process rank 0 exited on signal 9 (Killed).",
+            exit_code: None,
+            expect: Some(MEMORY),
+        },
+        Example { text: "worker: memory limit reached, RSS 31.9 GiB", exit_code: Some(-9), expect: Some(MEMORY) },
+        Example {
+            text: "Process `align (3)` terminated with an error exit status (137) -- out of memory",
+            exit_code: None,
+            expect: Some(MEMORY),
+        },
+        // A kill with no reason given is not this analyzer's call.
+        Example {
+            text: "mpirun noticed that process rank 0 with PID 21183 on node node01 exited on signal 9 (Killed).",
+            exit_code: Some(137),
+            expect: None,
+        },
+        Example {
+            text: "failed (exitcode: -9) local_rank: 0 (pid: 1322) of binary: python",
+            exit_code: None,
+            expect: None,
+        },
+        // Memory words without a kill: a Python MemoryError is its own entry's.
+        Example { text: "MemoryError", exit_code: Some(1), expect: None },
+        Example { text: "Out of memory: Killed process 4242 (python)", exit_code: None, expect: None },
+        // GPU memory and a launcher stopping the other ranks are not the job's host memory.
+        Example {
+            text: "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n\
+                   WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 4243 closing signal SIGKILL",
+            exit_code: Some(1),
+            expect: None,
+        },
+    ],
+};

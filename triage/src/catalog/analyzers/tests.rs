@@ -11,8 +11,8 @@ fn trigger(t: &str) -> regex::bytes::Regex {
 
 /// The lines of `text` that wake `analyzer`, as the scan finds them, and per line the bits of
 /// the triggers that matched it.
-fn woken(analyzer: &dyn Analyzer, lines: &[&str]) -> (Vec<usize>, Vec<u32>) {
-    let triggers: Vec<regex::bytes::Regex> = analyzer.triggers().iter().map(|t| trigger(t)).collect();
+fn woken(analyzer: &Analyzer, lines: &[&str]) -> (Vec<usize>, Vec<u32>) {
+    let triggers: Vec<regex::bytes::Regex> = analyzer.triggers.iter().map(|t| trigger(t)).collect();
     let bits = |line: &str| {
         triggers.iter().enumerate().filter(|(_, t)| t.is_match(line.as_bytes())).map(|(k, _)| 1u32 << k).sum::<u32>()
     };
@@ -24,21 +24,21 @@ fn every_analyzer_example_checks_out() {
     let catalog = Catalog::builtin();
     let mut problems = Vec::new();
     for (a, analyzer) in ALL.iter().enumerate() {
-        let outcomes = analyzer.outcomes();
+        let outcomes = analyzer.outcomes;
         let ids: Vec<&str> = outcomes.iter().map(|o| o.id).collect();
         let mut reached = vec![false; outcomes.len()];
-        let mut triggered = vec![false; analyzer.triggers().len()];
-        for ex in analyzer.examples() {
+        let mut triggered = vec![false; analyzer.triggers.len()];
+        for ex in analyzer.examples {
             let lines: Vec<&str> = ex.text.split('\n').collect();
-            for (t, trigger) in analyzer.triggers().iter().enumerate() {
+            for (t, trigger) in analyzer.triggers.iter().enumerate() {
                 triggered[t] |= lines.iter().any(|l| self::trigger(trigger).is_match(l.as_bytes()));
             }
             let ctx = ScanContext { exit_code: ex.exit_code, scheduler_state: None };
-            let (w, t) = woken(*analyzer, &lines);
+            let (w, t) = woken(analyzer, &lines);
             let got = if w.is_empty() {
                 None
             } else {
-                analyzer.analyze(&Input { lines: &lines, woken: &w, triggered: &t, ctx: &ctx })
+                (analyzer.analyze)(&Input { lines: &lines, woken: &w, triggered: &t, ctx: &ctx })
             };
             let got_id = got.as_ref().and_then(|f| ids.get(f.outcome).copied());
             if got_id != ex.expect {
@@ -70,10 +70,10 @@ fn every_analyzer_example_checks_out() {
         }
         for (t, hit) in triggered.iter().enumerate() {
             if !hit {
-                problems.push(format!("trigger without an example: {}", analyzer.triggers()[t]));
+                problems.push(format!("trigger without an example: {}", analyzer.triggers[t]));
             }
         }
-        if !analyzer.examples().iter().any(|e| e.expect.is_none()) {
+        if !analyzer.examples.iter().any(|e| e.expect.is_none()) {
             problems.push(format!("analyzer {a} ({ids:?}) has no counter-example"));
         }
     }
@@ -83,7 +83,7 @@ fn every_analyzer_example_checks_out() {
 #[test]
 fn every_trigger_has_its_bit() {
     for a in ALL {
-        assert!(a.triggers().len() <= MAX_TRIGGERS, "{:?}: more triggers than bits", a.outcomes()[0].id);
+        assert!(a.triggers.len() <= MAX_TRIGGERS, "{:?}: more triggers than bits", a.outcomes[0].id);
     }
 }
 
@@ -95,7 +95,7 @@ fn outcome_ids_are_unique_and_cannot_be_user_ids() {
         assert!(seen.insert(e.id.clone()), "duplicate id {}", e.id);
     }
     for a in ALL {
-        for o in a.outcomes() {
+        for o in a.outcomes {
             assert!(o.id.contains('/') && !crate::catalog::entry::valid_id(o.id), "{}", o.id);
             let e = catalog.entry(o.id).expect("listed among the entries");
             assert_eq!(e.source, "analyzer");
@@ -107,7 +107,7 @@ fn outcome_ids_are_unique_and_cannot_be_user_ids() {
 #[test]
 fn no_trigger_matches_an_empty_line() {
     for a in ALL {
-        for t in a.triggers() {
+        for t in a.triggers {
             assert!(!trigger(t).is_match(b""), "{t}");
         }
     }
@@ -122,9 +122,10 @@ fn sizes_parse_in_binary_units() {
     assert_eq!(bytes("1", "parsecs"), None);
 }
 
-/// `warm_up` names every analyzer regex (a regex left out would compile inside a listing).
+/// Each analyzer lists every lazy regex its module declares in its `regexes`, which `warm_up`
+/// compiles (a regex left out would compile inside a listing).
 #[test]
-fn warm_up_names_every_analyzer_regex() {
+fn every_analyzer_lists_its_regexes() {
     let sources = [
         ("allocation_size", include_str!("allocation_size.rs")),
         ("cloud_quota", include_str!("cloud_quota.rs")),
@@ -142,16 +143,37 @@ fn warm_up_names_every_analyzer_regex() {
         ("truncated_download", include_str!("truncated_download.rs")),
         ("xla_memory", include_str!("xla_memory.rs")),
     ];
-    let declared: Vec<String> = sources
-        .iter()
-        .flat_map(|(module, text)| {
-            text.lines().filter_map(move |l| {
-                let name = l.strip_prefix("pub(super) static ")?.split_once(": Lazy")?.0;
-                Some(format!("&{module}::{name},"))
-            })
-        })
-        .collect();
-    assert_eq!(declared.len(), 48, "{declared:?}");
+    let mut problems = Vec::new();
+    let mut total = 0;
+    for (module, text) in sources {
+        let declared: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.trim_start_matches("pub(super) ").strip_prefix("static ")?.split_once(": Lazy"))
+            .map(|(name, _)| name)
+            .collect();
+        let listed: Vec<&str> = text
+            .split("static ANALYZER: Analyzer")
+            .nth(1)
+            .and_then(|rest| rest.split("regexes: &[").nth(1))
+            .and_then(|rest| rest.split(']').next())
+            .unwrap_or_default()
+            .split(',')
+            .map(|n| n.trim().trim_start_matches('&'))
+            .filter(|n| !n.is_empty())
+            .collect();
+        let mut sorted = (declared.clone(), listed.clone());
+        sorted.0.sort_unstable();
+        sorted.1.sort_unstable();
+        if sorted.0 != sorted.1 {
+            problems.push(format!("{module}: declares {declared:?}, lists {listed:?}"));
+        }
+        total += declared.len();
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The lists are what `warm_up` compiles: as many regexes as the modules declare.
+    assert_eq!(ALL.iter().map(|a| a.regexes.len()).sum::<usize>(), total);
+    assert!(total >= 48, "{total}");
+    assert_eq!(ALL.len(), sources.len(), "every analyzer module is in `ALL`");
     let mod_rs = include_str!("mod.rs");
     // A new analyzer file must be added to `sources` above (every module but the tests and
     // the regex type is one).
@@ -161,9 +183,4 @@ fn warm_up_names_every_analyzer_regex() {
         .filter(|m| !matches!(*m, "tests" | "lean"))
         .collect();
     assert_eq!(modules, sources.iter().map(|(m, _)| *m).collect::<Vec<_>>(), "analyzer modules and `sources` differ");
-    let listed = mod_rs.split("fn warm_up()").nth(1).and_then(|rest| rest.split("];").next()).unwrap_or_default();
-    for name in &declared {
-        assert!(listed.contains(name.as_str()), "{name} is not warmed up");
-    }
-    assert_eq!(listed.matches("::").count(), declared.len());
 }

@@ -22,8 +22,6 @@
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, outcome, re};
 use crate::model::{EntryClass, SchedulerState, Strategy, SuggestedAction};
 
-pub(crate) struct TimeLimit;
-
 const FINISHED: &str = "time-limit/after-work-finished";
 const LONGEST: &str = "time-limit/at-longest-limit";
 const NO_PROGRESS: &str = "time-limit/no-progress-shown";
@@ -90,19 +88,18 @@ static TRIGGERS: &[&str] = &[
 
 /// Kill reports that come before the job's own output: LSF's (`The output (if any) follows:`)
 /// and Nextflow's (`Command output:`). The lines after them are searched for progress too.
-pub(super) static REPORT_FIRST: Lazy =
-    Lazy::new(|| re(r"(?i)\bTERM_(?:RUN|CPU)LIMIT\b|\bexceeded running time limit\b"));
+static REPORT_FIRST: Lazy = Lazy::new(|| re(r"(?i)\bTERM_(?:RUN|CPU)LIMIT\b|\bexceeded running time limit\b"));
 
-pub(super) static PBS: Lazy = Lazy::new(|| re(r"(?i)\bjob killed: walltime \d+ exceeded limit (\d+)"));
+static PBS: Lazy = Lazy::new(|| re(r"(?i)\bjob killed: walltime \d+ exceeded limit (\d+)"));
 /// One line that shows progress by itself: `45%`, `3 of 10`.
-pub(super) static PROGRESS_LINE: Lazy = Lazy::new(|| re(r"(?i)\b(?:\d{1,2}(?:\.\d+)?%|\d+ (?:of|/) \d+\b)"));
+static PROGRESS_LINE: Lazy = Lazy::new(|| re(r"(?i)\b(?:\d{1,2}(?:\.\d+)?%|\d+ (?:of|/) \d+\b)"));
 /// The scheduler's own lines (and the kill itself), which say nothing of the job's progress.
-pub(super) static SCHEDULER: Lazy = Lazy::new(|| {
+static SCHEDULER: Lazy = Lazy::new(|| {
     re(
         r"(?i)^\s*(?:slurmstepd|srun|salloc|sbatch|=>> PBS|PBS|MOAB|job deleted|job killed|TERM_\w+:|Exited with exit code|# LSBATCH|Resource usage summary|The output \(if any\)|(?:CPU time|Max Memory|Average Memory|Total Requested Memory|Delta Memory|Max Swap|Max Processes|Max Threads|Run time|Turnaround time) *:)",
     )
 });
-pub(super) static DONE: Lazy =
+static DONE: Lazy =
     Lazy::new(|| re(r"(?i)\b(?:steps \(100%\) done|completed successfully|all done|finished successfully)"));
 
 /// Whether the job's own lines show it advancing (see the module docs).
@@ -139,152 +136,142 @@ fn shows_progress<'a>(lines: impl IntoIterator<Item = &'a str>) -> bool {
         .any(|(i, (b, n))| !n.is_empty() && shapes[i + 1..].iter().any(|(b2, n2)| b2 == b && n2 != n))
 }
 
-impl Analyzer for TimeLimit {
-    fn triggers(&self) -> &'static [&'static str] {
-        TRIGGERS
+fn analyze(input: &Input<'_>) -> Option<Finding> {
+    // The first kill line: what came before it is the job's own output.
+    let &k = input.woken.first()?;
+    let confirmed_by =
+        (input.ctx.scheduler_state == Some(SchedulerState::Timeout)).then(|| "scheduler state TIMEOUT".to_string());
+    let before = &input.lines[k.saturating_sub(FINISHED_WITHIN)..k];
+    if before.iter().any(|l| DONE.is_match(l)) {
+        return Some(Finding { outcome: outcome(OUTCOMES, FINISHED), line: k, confirmed_by });
     }
-
-    fn outcomes(&self) -> &'static [Outcome] {
-        OUTCOMES
+    let limit: Option<u64> =
+        input.woken.iter().find_map(|&i| PBS.captures(input.lines.get(i)?)?.get(1)?.as_str().parse().ok());
+    if limit.is_some_and(|l| l >= LONGEST_LIMIT_SECS) {
+        return Some(Finding { outcome: outcome(OUTCOMES, LONGEST), line: k, confirmed_by });
     }
-
-    fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
-        // The first kill line: what came before it is the job's own output.
-        let &k = input.woken.first()?;
-        let confirmed_by =
-            (input.ctx.scheduler_state == Some(SchedulerState::Timeout)).then(|| "scheduler state TIMEOUT".to_string());
-        let before = &input.lines[k.saturating_sub(FINISHED_WITHIN)..k];
-        if before.iter().any(|l| DONE.is_match(l)) {
-            return Some(Finding { outcome: outcome(OUTCOMES, FINISHED), line: k, confirmed_by });
-        }
-        let limit: Option<u64> =
-            input.woken.iter().find_map(|&i| PBS.captures(input.lines.get(i)?)?.get(1)?.as_str().parse().ok());
-        if limit.is_some_and(|l| l >= LONGEST_LIMIT_SECS) {
-            return Some(Finding { outcome: outcome(OUTCOMES, LONGEST), line: k, confirmed_by });
-        }
-        let before = input.lines[k.saturating_sub(PROGRESS_WITHIN)..k].iter().copied();
-        let output_after = REPORT_FIRST
-            .is_match(input.lines[k])
-            .then(|| input.lines.iter().skip(k + 1).take(OUTPUT_AFTER_WITHIN).copied());
-        (!shows_progress(before.chain(output_after.into_iter().flatten()))).then(|| Finding {
-            outcome: outcome(OUTCOMES, NO_PROGRESS),
-            line: k,
-            confirmed_by,
-        })
-    }
-
-    fn examples(&self) -> &'static [Example] {
-        &[
-            Example {
-                text: "Finished job 0.\n1 of 1 steps (100%) done\n\
-                       slurmstepd: error: *** JOB 8297525 ON node01 CANCELLED AT 2022-01-10T08:45:29 DUE TO TIME LIMIT ***",
-                exit_code: None,
-                expect: Some(FINISHED),
-            },
-            Example {
-                text: "=>> PBS: job killed: walltime 259217 exceeded limit 259200",
-                exit_code: None,
-                expect: Some(LONGEST),
-            },
-            Example {
-                text: "Thread 01 processes reads 1036101-1056025\nThread 04 processes reads 1056026-1075950\n\
-                       =>> PBS: job killed: walltime 86415 exceeded limit 86400",
-                exit_code: None,
-                expect: None,
-            },
-            Example {
-                text: "Finished job 5.\n3 of 10 steps (30%) done\n\
-                       slurmstepd: error: *** JOB 1 ON node01 CANCELLED AT 2022-01-10T08:45:29 DUE TO TIME LIMIT ***",
-                exit_code: None,
-                expect: None,
-            },
-            // A command and then the kill: nothing shows the job advancing.
-            Example {
-                text: "+ seq_stat -f 3k -g 1g\nslurmstepd: error: *** JOB 867816 ON node01 CANCELLED AT 2021-05-11T12:06:17 DUE TO TIME LIMIT ***",
-                exit_code: None,
-                expect: Some(NO_PROGRESS),
-            },
-            Example {
-                text: "slurmstepd: *** JOB 830329 CANCELLED AT 2018-08-06T17:21:44 DUE TO TIME LIMIT on node01 ***",
-                exit_code: None,
-                expect: Some(NO_PROGRESS),
-            },
-            Example {
-                text: "srun: Job step aborted: Waiting up to 47 seconds for job step to finish.\n\
-                       slurmstepd: error: *** JOB 494583 ON node01 CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***",
-                exit_code: None,
-                expect: Some(NO_PROGRESS),
-            },
-            // Progress right up to the kill: more time is what it needs (the entry's transient).
-            Example {
-                text: "step 12000 loss 0.231\nstep 12100 loss 0.229\n\
-                       slurmstepd: error: *** STEP 551.0 ON gpu07 CANCELLED AT 2024-03-01T10:00:00 DUE TO TIME LIMIT ***",
-                exit_code: None,
-                expect: None,
-            },
-            Example {
-                text: "Current # sequences loaded and processed from file: 30000...\n\
-                       Current # sequences loaded and processed from file: 35000...\n\
-                       slurmstepd: error: *** JOB 3884617 ON node023 CANCELLED AT 2018-08-19T16:30:21 DUE TO TIME LIMIT ***",
-                exit_code: None,
-                expect: None,
-            },
-            // LSF: the kill report, then its summary; no output shows the job advancing.
-            Example {
-                text: "# LSBATCH: User input\n./mhap.sh 0\n------------------------------------------------------------\n\n\
-                       TERM_RUNLIMIT: job killed after reaching LSF run time limit.\nExited with exit code 140.\n\n\
-                       Resource usage summary:\n\n    CPU time :                                   5.69 sec.\n\
-                       \x20   Max Memory :                                 6 MB\n    Run time :                                   3609 sec.\n\n\
-                       The output (if any) follows:\n\nRunning block 000001 in query 000003\n\nUser defined signal 2",
-                exit_code: Some(140),
-                expect: Some(NO_PROGRESS),
-            },
-            // LSF prints the job's output after the report: progress there counts.
-            Example {
-                text: "TERM_RUNLIMIT: job killed after reaching LSF run time limit.\nExited with exit code 140.\n\n\
-                       Resource usage summary:\n\n    CPU time :                                   3500.10 sec.\n\n\
-                       The output (if any) follows:\n\nprocessed 1200 of 5000 samples\nprocessed 1300 of 5000 samples",
-                exit_code: Some(140),
-                expect: None,
-            },
-            // Grid Engine and salloc say the same kill in their own words.
-            Example {
-                text: "+ ./run_model.sh input.cfg\njob 4242 exceeded hard wallclock time - initiate terminate method",
-                exit_code: None,
-                expect: Some(NO_PROGRESS),
-            },
-            Example {
-                text: "epoch 3 batch 200/900\nepoch 3 batch 300/900\n\
-                       salloc: Job 8812 has exceeded its time limit and its allocation has been revoked.",
-                exit_code: None,
-                expect: None,
-            },
-            Example {
-                text: "TERM_CPULIMIT: job killed after reaching LSF CPU usage limit.\nExited with exit code 152.\n\n\
-                       The output (if any) follows:\n\nreading input.bam",
-                exit_code: Some(152),
-                expect: Some(NO_PROGRESS),
-            },
-            // Nextflow prints the kill, then the command and its output: progress there counts.
-            Example {
-                text: "Caused by:\n  Process `ALIGN (s1)` exceeded running time limit (2h)\n\nCommand executed:\n\n  \
-                       bwa mem ref.fa s1.fq > s1.sam\n\nCommand exit status:\n  -\n\nCommand output:\n  (empty)",
-                exit_code: None,
-                expect: Some(NO_PROGRESS),
-            },
-            Example {
-                text: "Caused by:\n  Process `ALIGN (s1)` exceeded running time limit (2h)\n\nCommand executed:\n\n  \
-                       bwa mem ref.fa s1.fq > s1.sam\n\nCommand exit status:\n  -\n\nCommand output:\n  \
-                       [M::process] read 100000 sequences (10000000 bp)...\n  \
-                       [M::process] read 100000 sequences (10000127 bp)...",
-                exit_code: None,
-                expect: None,
-            },
-            Example {
-                text: "all done\nMOAB_INFO:  job exceeded wallclock limit",
-                exit_code: None,
-                expect: Some(FINISHED),
-            },
-        ]
-    }
+    let before = input.lines[k.saturating_sub(PROGRESS_WITHIN)..k].iter().copied();
+    let output_after = REPORT_FIRST
+        .is_match(input.lines[k])
+        .then(|| input.lines.iter().skip(k + 1).take(OUTPUT_AFTER_WITHIN).copied());
+    (!shows_progress(before.chain(output_after.into_iter().flatten()))).then(|| Finding {
+        outcome: outcome(OUTCOMES, NO_PROGRESS),
+        line: k,
+        confirmed_by,
+    })
 }
+
+pub(super) static ANALYZER: Analyzer = Analyzer {
+    triggers: TRIGGERS,
+    outcomes: OUTCOMES,
+    regexes: &[&REPORT_FIRST, &PBS, &PROGRESS_LINE, &SCHEDULER, &DONE],
+    analyze,
+    examples: &[
+        Example {
+            text: "Finished job 0.\n1 of 1 steps (100%) done\n\
+                   slurmstepd: error: *** JOB 8297525 ON node01 CANCELLED AT 2022-01-10T08:45:29 DUE TO TIME LIMIT ***",
+            exit_code: None,
+            expect: Some(FINISHED),
+        },
+        Example {
+            text: "=>> PBS: job killed: walltime 259217 exceeded limit 259200",
+            exit_code: None,
+            expect: Some(LONGEST),
+        },
+        Example {
+            text: "Thread 01 processes reads 1036101-1056025\nThread 04 processes reads 1056026-1075950\n\
+                   =>> PBS: job killed: walltime 86415 exceeded limit 86400",
+            exit_code: None,
+            expect: None,
+        },
+        Example {
+            text: "Finished job 5.\n3 of 10 steps (30%) done\n\
+                   slurmstepd: error: *** JOB 1 ON node01 CANCELLED AT 2022-01-10T08:45:29 DUE TO TIME LIMIT ***",
+            exit_code: None,
+            expect: None,
+        },
+        // A command and then the kill: nothing shows the job advancing.
+        Example {
+            text: "+ seq_stat -f 3k -g 1g\nslurmstepd: error: *** JOB 867816 ON node01 CANCELLED AT 2021-05-11T12:06:17 DUE TO TIME LIMIT ***",
+            exit_code: None,
+            expect: Some(NO_PROGRESS),
+        },
+        Example {
+            text: "slurmstepd: *** JOB 830329 CANCELLED AT 2018-08-06T17:21:44 DUE TO TIME LIMIT on node01 ***",
+            exit_code: None,
+            expect: Some(NO_PROGRESS),
+        },
+        Example {
+            text: "srun: Job step aborted: Waiting up to 47 seconds for job step to finish.\n\
+                   slurmstepd: error: *** JOB 494583 ON node01 CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***",
+            exit_code: None,
+            expect: Some(NO_PROGRESS),
+        },
+        // Progress right up to the kill: more time is what it needs (the entry's transient).
+        Example {
+            text: "step 12000 loss 0.231\nstep 12100 loss 0.229\n\
+                   slurmstepd: error: *** STEP 551.0 ON gpu07 CANCELLED AT 2024-03-01T10:00:00 DUE TO TIME LIMIT ***",
+            exit_code: None,
+            expect: None,
+        },
+        Example {
+            text: "Current # sequences loaded and processed from file: 30000...\n\
+                   Current # sequences loaded and processed from file: 35000...\n\
+                   slurmstepd: error: *** JOB 3884617 ON node023 CANCELLED AT 2018-08-19T16:30:21 DUE TO TIME LIMIT ***",
+            exit_code: None,
+            expect: None,
+        },
+        // LSF: the kill report, then its summary; no output shows the job advancing.
+        Example {
+            text: "# LSBATCH: User input\n./mhap.sh 0\n------------------------------------------------------------\n\n\
+                   TERM_RUNLIMIT: job killed after reaching LSF run time limit.\nExited with exit code 140.\n\n\
+                   Resource usage summary:\n\n    CPU time :                                   5.69 sec.\n\
+                   \x20   Max Memory :                                 6 MB\n    Run time :                                   3609 sec.\n\n\
+                   The output (if any) follows:\n\nRunning block 000001 in query 000003\n\nUser defined signal 2",
+            exit_code: Some(140),
+            expect: Some(NO_PROGRESS),
+        },
+        // LSF prints the job's output after the report: progress there counts.
+        Example {
+            text: "TERM_RUNLIMIT: job killed after reaching LSF run time limit.\nExited with exit code 140.\n\n\
+                   Resource usage summary:\n\n    CPU time :                                   3500.10 sec.\n\n\
+                   The output (if any) follows:\n\nprocessed 1200 of 5000 samples\nprocessed 1300 of 5000 samples",
+            exit_code: Some(140),
+            expect: None,
+        },
+        // Grid Engine and salloc say the same kill in their own words.
+        Example {
+            text: "+ ./run_model.sh input.cfg\njob 4242 exceeded hard wallclock time - initiate terminate method",
+            exit_code: None,
+            expect: Some(NO_PROGRESS),
+        },
+        Example {
+            text: "epoch 3 batch 200/900\nepoch 3 batch 300/900\n\
+                   salloc: Job 8812 has exceeded its time limit and its allocation has been revoked.",
+            exit_code: None,
+            expect: None,
+        },
+        Example {
+            text: "TERM_CPULIMIT: job killed after reaching LSF CPU usage limit.\nExited with exit code 152.\n\n\
+                   The output (if any) follows:\n\nreading input.bam",
+            exit_code: Some(152),
+            expect: Some(NO_PROGRESS),
+        },
+        // Nextflow prints the kill, then the command and its output: progress there counts.
+        Example {
+            text: "Caused by:\n  Process `ALIGN (s1)` exceeded running time limit (2h)\n\nCommand executed:\n\n  \
+                   bwa mem ref.fa s1.fq > s1.sam\n\nCommand exit status:\n  -\n\nCommand output:\n  (empty)",
+            exit_code: None,
+            expect: Some(NO_PROGRESS),
+        },
+        Example {
+            text: "Caused by:\n  Process `ALIGN (s1)` exceeded running time limit (2h)\n\nCommand executed:\n\n  \
+                   bwa mem ref.fa s1.fq > s1.sam\n\nCommand exit status:\n  -\n\nCommand output:\n  \
+                   [M::process] read 100000 sequences (10000000 bp)...\n  \
+                   [M::process] read 100000 sequences (10000127 bp)...",
+            exit_code: None,
+            expect: None,
+        },
+        Example { text: "all done\nMOAB_INFO:  job exceeded wallclock limit", exit_code: None, expect: Some(FINISHED) },
+    ],
+};

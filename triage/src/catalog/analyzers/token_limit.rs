@@ -14,8 +14,6 @@
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
-pub(crate) struct TokenLimit;
-
 const TOO_LARGE: &str = "token-limit/request-exceeds-limit";
 
 static OUTCOMES: &[Outcome] = &[Outcome {
@@ -35,7 +33,7 @@ const NUMBERS_RE: &str = r"(?i)\bLimit:? ([\d,]+), Used:? ([\d,]+), Requested:? 
 
 static TRIGGERS: &[&str] = &[NUMBERS_RE];
 
-pub(super) static NUMBERS: Lazy = Lazy::new(|| re(NUMBERS_RE));
+static NUMBERS: Lazy = Lazy::new(|| re(NUMBERS_RE));
 
 /// (limit, requested) as a line states them.
 fn limit_and_request(line: &str) -> Option<(u64, u64)> {
@@ -44,50 +42,44 @@ fn limit_and_request(line: &str) -> Option<(u64, u64)> {
     Some((number(1)?, number(3)?))
 }
 
-impl Analyzer for TokenLimit {
-    fn triggers(&self) -> &'static [&'static str] {
-        TRIGGERS
-    }
-
-    fn outcomes(&self) -> &'static [Outcome] {
-        OUTCOMES
-    }
-
-    fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
-        let &i = input.woken.last()?;
-        let (limit, requested) = limit_and_request(input.line(i))?;
-        (requested > limit).then(|| Finding::text(OUTCOMES, TOO_LARGE, i))
-    }
-
-    fn examples(&self) -> &'static [Example] {
-        &[
-            Example {
-                text: "Error: Error code: 429 - {'error': {'message': 'Rate limit reached for model `llama3-70b-8192` in \
-                       organization `org_x` on tokens per minute (TPM): Limit 7000, Used 0, Requested ~12903. Please try \
-                       again in 50.597142857s. Visit https://console.groq.com/docs/rate-limits for more information.'}}",
-                exit_code: Some(1),
-                expect: Some(TOO_LARGE),
-            },
-            Example {
-                text: "openai.RateLimitError: Error code: 429 - Request too large for gpt-4o in organization org-x on tokens \
-                       per min (TPM): Limit 30,000, Used 1,024, Requested 45,112.",
-                exit_code: None,
-                expect: Some(TOO_LARGE),
-            },
-            // Fits the limit; the window's usage fills the rest: the throttling entries decide.
-            Example {
-                text: "429: Rate limit reached for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, \
-                       Used 14567, Requested 24754. Please try again in 18.642s.",
-                exit_code: None,
-                expect: None,
-            },
-            Example {
-                text: "Rate limit reached for model `llama3-70b-8192` on tokens per day (TPD): Limit 500000, Used 500370, \
-                       Requested 252. Please try again in 1m47.5854s.",
-                exit_code: None,
-                expect: None,
-            },
-            Example { text: "Rate limit reached. Limit exceeded, please wait.", exit_code: None, expect: None },
-        ]
-    }
+fn analyze(input: &Input<'_>) -> Option<Finding> {
+    let &i = input.woken.last()?;
+    let (limit, requested) = limit_and_request(input.line(i))?;
+    (requested > limit).then(|| Finding::text(OUTCOMES, TOO_LARGE, i))
 }
+
+pub(super) static ANALYZER: Analyzer = Analyzer {
+    triggers: TRIGGERS,
+    outcomes: OUTCOMES,
+    regexes: &[&NUMBERS],
+    analyze,
+    examples: &[
+        Example {
+            text: "Error: Error code: 429 - {'error': {'message': 'Rate limit reached for model `llama3-70b-8192` in \
+                   organization `org_x` on tokens per minute (TPM): Limit 7000, Used 0, Requested ~12903. Please try \
+                   again in 50.597142857s. Visit https://console.groq.com/docs/rate-limits for more information.'}}",
+            exit_code: Some(1),
+            expect: Some(TOO_LARGE),
+        },
+        Example {
+            text: "openai.RateLimitError: Error code: 429 - Request too large for gpt-4o in organization org-x on tokens \
+                   per min (TPM): Limit 30,000, Used 1,024, Requested 45,112.",
+            exit_code: None,
+            expect: Some(TOO_LARGE),
+        },
+        // Fits the limit; the window's usage fills the rest: the throttling entries decide.
+        Example {
+            text: "429: Rate limit reached for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, \
+                   Used 14567, Requested 24754. Please try again in 18.642s.",
+            exit_code: None,
+            expect: None,
+        },
+        Example {
+            text: "Rate limit reached for model `llama3-70b-8192` on tokens per day (TPD): Limit 500000, Used 500370, \
+                   Requested 252. Please try again in 1m47.5854s.",
+            exit_code: None,
+            expect: None,
+        },
+        Example { text: "Rate limit reached. Limit exceeded, please wait.", exit_code: None, expect: None },
+    ],
+};

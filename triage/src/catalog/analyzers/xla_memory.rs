@@ -15,8 +15,6 @@
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, bytes, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
-pub(crate) struct XlaMemory;
-
 const TOO_LARGE: &str = "xla-memory/program-larger-than-device";
 
 static OUTCOMES: &[Outcome] = &[Outcome {
@@ -37,8 +35,8 @@ const RESERVE_RE: &str = r"(?i)\bAttempting to reserve (\d+(?:\.\d+)?)([KMGT]?)i
 
 static TRIGGERS: &[&str] = &[SPACE_RE, RESERVE_RE];
 
-pub(super) static SPACE: Lazy = Lazy::new(|| re(SPACE_RE));
-pub(super) static RESERVE: Lazy = Lazy::new(|| re(RESERVE_RE));
+static SPACE: Lazy = Lazy::new(|| re(SPACE_RE));
+static RESERVE: Lazy = Lazy::new(|| re(RESERVE_RE));
 
 /// The two sizes `regex` reads from `line` (needed, available), in bytes.
 fn sizes(regex: &Lazy, line: &str) -> Option<(f64, f64)> {
@@ -47,54 +45,48 @@ fn sizes(regex: &Lazy, line: &str) -> Option<(f64, f64)> {
     Some((size(1, 2)?, size(3, 4)?))
 }
 
-impl Analyzer for XlaMemory {
-    fn triggers(&self) -> &'static [&'static str] {
-        TRIGGERS
-    }
-
-    fn outcomes(&self) -> &'static [Outcome] {
-        OUTCOMES
-    }
-
-    fn analyze(&self, input: &Input<'_>) -> Option<Finding> {
-        input.woken.iter().rev().find_map(|&i| {
-            let (needed, available) = sizes(&SPACE, input.line(i)).or_else(|| sizes(&RESERVE, input.line(i)))?;
-            (needed > available).then(|| Finding::text(OUTCOMES, TOO_LARGE, i))
-        })
-    }
-
-    fn examples(&self) -> &'static [Example] {
-        &[
-            Example {
-                text: "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. \
-                       Ran out of memory in memory space hbm. Used 21.90G of 7.48G hbm. Exceeded hbm capacity by 14.42G.",
-                exit_code: Some(1),
-                expect: Some(TOO_LARGE),
-            },
-            Example {
-                text: "RuntimeError: Bad StatusOr access: RESOURCE_EXHAUSTED: Ran out of memory in memory space vmem. \
-                       Used 32.42M of 16.00M vmem. Exceeded vmem capacity by 16.42M.",
-                exit_code: Some(1),
-                expect: Some(TOO_LARGE),
-            },
-            Example {
-                text: "RESOURCE_EXHAUSTED: Attempting to reserve 10.51G at the bottom of memory. That was not possible. \
-                       There are 8.97G free, 0B reserved, and 8.97G reservable.",
-                exit_code: None,
-                expect: Some(TOO_LARGE),
-            },
-            // Fits the free memory, not the reservable part: fragmentation, the entries decide.
-            Example {
-                text: "RESOURCE_EXHAUSTED: Attempting to reserve 6.48G at the bottom of memory. That was not possible. \
-                       There are 6.78G free, 0B reserved, and 3.33G reservable.",
-                exit_code: None,
-                expect: None,
-            },
-            Example {
-                text: "RuntimeError: Bad StatusOr access: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space vmem.",
-                exit_code: None,
-                expect: None,
-            },
-        ]
-    }
+fn analyze(input: &Input<'_>) -> Option<Finding> {
+    input.woken.iter().rev().find_map(|&i| {
+        let (needed, available) = sizes(&SPACE, input.line(i)).or_else(|| sizes(&RESERVE, input.line(i)))?;
+        (needed > available).then(|| Finding::text(OUTCOMES, TOO_LARGE, i))
+    })
 }
+
+pub(super) static ANALYZER: Analyzer = Analyzer {
+    triggers: TRIGGERS,
+    outcomes: OUTCOMES,
+    regexes: &[&SPACE, &RESERVE],
+    analyze,
+    examples: &[
+        Example {
+            text: "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. \
+                   Ran out of memory in memory space hbm. Used 21.90G of 7.48G hbm. Exceeded hbm capacity by 14.42G.",
+            exit_code: Some(1),
+            expect: Some(TOO_LARGE),
+        },
+        Example {
+            text: "RuntimeError: Bad StatusOr access: RESOURCE_EXHAUSTED: Ran out of memory in memory space vmem. \
+                   Used 32.42M of 16.00M vmem. Exceeded vmem capacity by 16.42M.",
+            exit_code: Some(1),
+            expect: Some(TOO_LARGE),
+        },
+        Example {
+            text: "RESOURCE_EXHAUSTED: Attempting to reserve 10.51G at the bottom of memory. That was not possible. \
+                   There are 8.97G free, 0B reserved, and 8.97G reservable.",
+            exit_code: None,
+            expect: Some(TOO_LARGE),
+        },
+        // Fits the free memory, not the reservable part: fragmentation, the entries decide.
+        Example {
+            text: "RESOURCE_EXHAUSTED: Attempting to reserve 6.48G at the bottom of memory. That was not possible. \
+                   There are 6.78G free, 0B reserved, and 3.33G reservable.",
+            exit_code: None,
+            expect: None,
+        },
+        Example {
+            text: "RuntimeError: Bad StatusOr access: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space vmem.",
+            exit_code: None,
+            expect: None,
+        },
+    ],
+};
