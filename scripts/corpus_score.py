@@ -23,7 +23,9 @@ def held(i):
     return h % 100 < 30
 rows = [json.loads(l) for l in open(a.file) if l.strip()]
 if a.ids:
-    lo, hi = a.ids.split(':'); rows = [r for r in rows if lo <= r['id'] <= hi]
+    # By number, not as strings: own-10000 sorts before own-2200 as text.
+    num = lambda i: int(i.rsplit('-', 1)[-1]) if i.rsplit('-', 1)[-1].isdigit() else -1
+    lo, hi = (num(x) for x in a.ids.split(':')); rows = [r for r in rows if lo <= num(r['id']) <= hi]
 if a.share == 'tune': rows = [r for r in rows if not held(r['id'])]
 if a.share == 'held': rows = [r for r in rows if held(r['id'])]
 if (a.show or a.verbose) and any(held(r['id']) for r in rows) and 'own' in a.file:
