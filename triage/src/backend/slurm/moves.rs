@@ -538,6 +538,8 @@ impl SlurmBackend {
         let views = self.load(workflow_id).await?;
         let dependents = Dependents::of(&views);
         let by_id: HashMap<i64, &JobView> = views.iter().map(|v| (v.job.id, v)).collect();
+        // Which jobs wait held, asked once for all the open retries rather than once each.
+        let mut held_now: Option<BTreeSet<String>> = None;
         for d in open {
             let Some(v) = by_id.get(&d.job_id).copied() else { continue };
             let decided = v.runs.iter().find(|r| r.key == d.run);
@@ -546,7 +548,12 @@ impl SlurmBackend {
             // incarnation as a newer run: held, the move is not done until it is released.
             // (Without a newer run, a held job's own run is the pending one the arm below takes.)
             let held = match (d.action, decided) {
-                (Action::Retry, Some(r)) if newer => self.is_held(&r.target).await?,
+                (Action::Retry, Some(r)) if newer => {
+                    if held_now.is_none() {
+                        held_now = Some(self.held_jobs().await?);
+                    }
+                    held_now.as_ref().is_some_and(|h| h.contains(&r.target))
+                }
                 _ => false,
             };
             let (resolution, end) = match (d.action, decided) {
@@ -797,12 +804,13 @@ impl SlurmBackend {
         Ok(out)
     }
 
-    /// Whether job `target` waits held, as `scontrol requeuehold` leaves it (squeue's reason
-    /// `job requeued in held state`; `JobHeldUser` or `JobHeldAdmin` after a plain hold). A job
-    /// the controller no longer knows is not held.
-    async fn is_held(&self, target: &str) -> Result<bool, BackendError> {
-        let out = self.cli.run("squeue", &["-h", "-j", target, "-t", "PD", "-o", "%r"]).await?;
-        Ok(out.ok() && out.stdout.lines().any(|reason| reason.to_ascii_lowercase().contains("held")))
+    /// The jobs that wait held, as `scontrol requeuehold` leaves them (squeue's reason
+    /// `job requeued in held state`; `JobHeldUser` or `JobHeldAdmin` after a plain hold), by
+    /// the id a run's `target` uses: `123`, or `123_4` for an array task (`--array` lists
+    /// each pending task on its own line). A job the controller no longer knows is not held.
+    async fn held_jobs(&self) -> Result<BTreeSet<String>, BackendError> {
+        let out = self.cli.check("squeue", &["-h", "--array", "-t", "PD", "-o", "%i|%r"]).await?;
+        Ok(held_ids(&out.stdout))
     }
 
     /// The job a begun resubmission made, found by the comment it was submitted with
@@ -848,6 +856,16 @@ impl SlurmBackend {
             since: Some(submit.unwrap_or_else(|| before_with_skew(since))),
         }))
     }
+}
+
+/// The ids of the held jobs in `squeue -o '%i|%r'` output (see [`SlurmBackend::held_jobs`]).
+fn held_ids(squeue: &str) -> BTreeSet<String> {
+    squeue
+        .lines()
+        .filter_map(|line| line.trim().split_once('|'))
+        .filter(|(_, reason)| reason.to_ascii_lowercase().contains("held"))
+        .map(|(id, _)| id.to_string())
+        .collect()
 }
 
 /// The earliest submit time the controller can have given a job submitted after `before` by
@@ -942,6 +960,14 @@ mod tests {
         assert_eq!(chunks.concat(), scattered);
         assert_eq!(super::array_chunks(&every_20th, super::ARRAY_SPEC_MAX).len(), 1);
         assert!(super::array_chunks(&[], 10).is_empty());
+    }
+
+    #[test]
+    fn held_ids_are_the_held_lines_ids_as_targets_name_them() {
+        let squeue = "41|job requeued in held state\n42_3|JobHeldUser\n42_4|Resources\n43|JobHeldAdmin\n44|Priority\n";
+        let held: Vec<String> = super::held_ids(squeue).into_iter().collect();
+        assert_eq!(held, ["41", "42_3", "43"]);
+        assert!(super::held_ids("").is_empty());
     }
 
     #[test]
