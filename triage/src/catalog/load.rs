@@ -19,12 +19,41 @@ use super::scan::{BuildError, Matcher};
 /// The embedded default catalog, as loaded: `catalog/default.toml` with every `examples` and
 /// `counter_examples` value emptied, each entry on its own line still (written by `build.rs`:
 /// a process neither keeps nor checks the embedded examples, and parsing them was about half
-/// of every start's parsing and of the catalog's pages in memory).
-pub(crate) const BUILTIN_TOML: &str = include_str!(concat!(env!("OUT_DIR"), "/default.rules.toml"));
+/// of every start's parsing and of the catalog's pages in memory). A `static`, not a `const`:
+/// a constant's text may be copied into each codegen unit that uses it, and
+/// [`release_builtin_pages`] must drop the very pages the parse read.
+pub(crate) static BUILTIN_TOML: &str = include_str!(concat!(env!("OUT_DIR"), "/default.rules.toml"));
+
+/// Drop the pages of [`BUILTIN_TOML`] from the process's memory once it is parsed: every
+/// entry keeps its own copy of what it needs, so after the parse the text is read again only
+/// to name a line in an error. The text is half a megabyte of the executable's read-only data,
+/// and parsing it brings all of it in; the kernel would keep those pages in the process's
+/// resident set for its whole life (about 3% of a small listing's peak). They stay mapped: a
+/// later read faults them in again from the executable, which the kernel keeps unchanged
+/// while it runs. Only whole pages inside the text are dropped, never a neighbour's.
+pub(crate) fn release_builtin_pages() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `sysconf` only reads a system setting.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        let Some(page) = usize::try_from(page).ok().filter(|&p| p > 0) else { return };
+        let start = BUILTIN_TOML.as_ptr() as usize;
+        let (first, last) = (start.div_ceil(page) * page, (start + BUILTIN_TOML.len()) / page * page);
+        if last > first {
+            // SAFETY: the range is whole pages of a read-only mapping of the executable that
+            // hold nothing but `BUILTIN_TOML`; `MADV_DONTNEED` on such pages only drops them
+            // from the resident set (the next read maps them again, with the same bytes). No
+            // reference into the text outlives the parse. An error leaves the pages resident.
+            unsafe {
+                libc::madvise(first as *mut libc::c_void, last - first, libc::MADV_DONTNEED);
+            }
+        }
+    }
+}
 
 /// The embedded default catalog as written, examples and all: read only by
 /// [`builtin_examples`].
-const BUILTIN_FULL_TOML: &str = include_str!("../../catalog/default.toml");
+static BUILTIN_FULL_TOML: &str = include_str!("../../catalog/default.toml");
 
 /// The name errors and `Entry::source` use for the embedded catalog.
 pub(crate) const BUILTIN_NAME: &str = "builtin:catalog/default.toml";
@@ -346,5 +375,56 @@ mod tests {
             assert_eq!(format!("{rule:?}"), format!("{entry:?}"));
         }
         assert!(with_examples > 100, "the written catalog has its examples ({with_examples} entries)");
+    }
+
+    /// Building a catalog drops the embedded text's pages from the resident set, and the
+    /// text reads the same afterwards. Run in a child process (this test binary, this test
+    /// alone) so that no other test parses the text in between.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn building_a_catalog_hands_the_embedded_texts_pages_back() {
+        const CHILD: &str = "TRIAGE_TEST_RESIDENT_PAGES_CHILD";
+        let name = "catalog::load::tests::building_a_catalog_hands_the_embedded_texts_pages_back";
+        if std::env::var_os(CHILD).is_none() {
+            let exe = std::env::current_exe().expect("the test binary's path");
+            let out = std::process::Command::new(exe)
+                .args(["--exact", name, "--test-threads=1", "--nocapture"])
+                .env(CHILD, "1")
+                .output()
+                .expect("run this test in a child process");
+            let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            assert!(out.status.success() && text.contains("1 passed"), "the child failed:\n{text}");
+            return;
+        }
+        let before = BUILTIN_TOML.bytes().fold(0u64, |sum, b| sum.wrapping_add(u64::from(b)));
+        let (resident, pages) = resident_pages(BUILTIN_TOML);
+        assert!(pages > 64, "the embedded text spans {pages} whole pages");
+        assert_eq!(resident, pages, "a read of the text brought every page in");
+        let catalog = crate::catalog::Catalog::from_sources(&[]).expect("the embedded catalog builds");
+        assert!(catalog.entries().len() > 100);
+        let (resident, _) = resident_pages(BUILTIN_TOML);
+        assert_eq!(resident, 0, "after the build none of the text's {pages} pages is resident");
+        let after = BUILTIN_TOML.bytes().fold(0u64, |sum, b| sum.wrapping_add(u64::from(b)));
+        assert_eq!(after, before, "the text reads the same once its pages come back");
+    }
+
+    /// How many of the whole pages inside `text` are mapped in this process, and how many
+    /// there are, by the present bit (63) of each page's entry in `/proc/self/pagemap`.
+    #[cfg(target_os = "linux")]
+    fn resident_pages(text: &str) -> (usize, usize) {
+        use std::io::{Read, Seek, SeekFrom};
+        // SAFETY: `sysconf` only reads a system setting.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).expect("a page size");
+        let start = text.as_ptr() as usize;
+        let (first, last) = (start.div_ceil(page), (start + text.len()) / page);
+        let mut map = std::fs::File::open("/proc/self/pagemap").expect("open /proc/self/pagemap");
+        map.seek(SeekFrom::Start(first as u64 * 8)).expect("seek in pagemap");
+        let mut entries = vec![0u8; (last - first) * 8];
+        map.read_exact(&mut entries).expect("read pagemap");
+        let present = entries
+            .chunks_exact(8)
+            .filter(|e| u64::from_le_bytes((*e).try_into().expect("8 bytes")) >> 63 == 1)
+            .count();
+        (present, last - first)
     }
 }

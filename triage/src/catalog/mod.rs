@@ -166,6 +166,7 @@ impl Catalog {
             merger.add(file, text, true)?;
         }
         let (version, entries, matcher) = merger.finish()?;
+        load::release_builtin_pages();
         Ok(Catalog { inner: Arc::new(Inner { version, entries, matcher }) })
     }
 

@@ -177,6 +177,11 @@ enum Failure {
     Server(Answer),
 }
 
+/// Whether `base` names a server spoken to without TLS (`http://`, any case).
+fn is_plain_http(base: &str) -> bool {
+    base.get(..7).is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"))
+}
+
 impl Client {
     pub fn new(base: &str, env: ClientEnv, timeout: Duration, backoff: Backoff) -> Result<Client, BackendError> {
         let config = |why: String| BackendError::Remote {
@@ -213,6 +218,12 @@ impl Client {
         if env.insecure {
             tracing::warn!("TORC_TLS_INSECURE is set: the server's certificate is not checked");
             builder = builder.tls_danger_accept_invalid_certs(true);
+        }
+        // A plain-HTTP server (a Torc on localhost or inside the cluster) is never spoken to
+        // over TLS: leave out the system's CA roots, which the client would otherwise read and
+        // parse at once (about 150 certificates, a few hundred KB of a small listing's memory).
+        if is_plain_http(base) && env.ca_cert.is_none() && !env.insecure {
+            builder = builder.tls_certs_only([]);
         }
         let http = builder.build().map_err(|e| config(e.to_string()))?;
         Ok(Client { http, base: base.trim_end_matches('/').to_string(), env, backoff, timeout })
@@ -486,6 +497,15 @@ mod tests {
 
     use super::test_server::{Serve, answer_request, backoff, base};
     use super::*;
+
+    #[test]
+    fn only_an_http_url_goes_without_the_systems_ca_roots() {
+        assert!(is_plain_http("http://localhost:8080/torc-service/v1"));
+        assert!(is_plain_http("HTTP://torc.cluster:8080"));
+        assert!(!is_plain_http("https://torc.example.org/torc-service/v1"));
+        assert!(!is_plain_http("http"));
+        assert!(!is_plain_http(""));
+    }
 
     #[test]
     fn only_a_connect_error_lets_a_once_request_be_sent_again() {
