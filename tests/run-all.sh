@@ -102,7 +102,8 @@ cargo build --workspace --locked
 export TRIAGE_BIN_DIR="$ROOT/target/debug"
 
 step "Rust tests"
-cargo test --workspace --locked
+# Every test binary runs even after one fails, so a red run names every failure at once.
+cargo test --workspace --locked --no-fail-fast
 
 step "catalog figures on the dev corpus"
 cargo test -p triage --locked --test catalog_corpus -- --nocapture 2>&1 | grep -E 'precision|coverage|test result'
