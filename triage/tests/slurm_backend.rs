@@ -181,11 +181,33 @@ fn ledger(state: &Path) -> Vec<Value> {
     std::fs::read_to_string(&path).unwrap_or_default().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
-fn min_job_age(secs: u32) {
+fn min_job_age(secs: u32) -> Output {
     let root = std::env::var("TRIAGE_SLURM_ROOT").expect("TRIAGE_SLURM_ROOT (cluster.sh start prints it)");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/slurm/cluster.sh");
-    let o = run("bash", &[script, "min-job-age", &root, &secs.to_string()]);
-    assert!(o.status.success(), "{}", text(&o));
+    run("bash", &[script, "min-job-age", &root, &secs.to_string()])
+}
+
+/// The test cluster's MinJobAge (how long the controller keeps a finished job) set to other
+/// seconds while the guard lives, and back to the cluster's 30 when it drops, a failing test
+/// included, so the tests after it see the usual cluster.
+#[must_use]
+struct MinJobAge;
+
+impl MinJobAge {
+    fn set(secs: u32) -> MinJobAge {
+        let o = min_job_age(secs);
+        assert!(o.status.success(), "{}", text(&o));
+        MinJobAge
+    }
+}
+
+impl Drop for MinJobAge {
+    fn drop(&mut self) {
+        let o = min_job_age(30);
+        if !o.status.success() {
+            eprintln!("could not set MinJobAge back to 30: {}", text(&o));
+        }
+    }
 }
 
 const ARRAY: &str = r#"#!/bin/bash
@@ -338,13 +360,12 @@ fn slurm_arrays_chains_requeues_and_resubmissions() {
 /// MinJobAge 30. The `scontrol reconfigure` behind it is also what lets Slurm hand the id out
 /// again.
 fn purge(id: u64) {
-    min_job_age(2);
+    let _age = MinJobAge::set(2);
     let deadline = Instant::now() + Duration::from_secs(60);
     while run("scontrol", &["show", "job", &id.to_string()]).status.success() {
         assert!(Instant::now() < deadline, "the controller did not forget job {id}");
         std::thread::sleep(Duration::from_millis(500));
     }
-    min_job_age(30);
 }
 
 #[test]
@@ -451,7 +472,7 @@ fn slurm_sixty_tasks_batched_a_crash_mid_move_and_two_applies_at_once() {
     // `requeuehold` per group). On a loaded machine the runs take longer than the default
     // MinJobAge of 30 s, and the first tasks to end were purged and went the `sbatch` way
     // instead: keep them for the scenario's length.
-    min_job_age(600);
+    let _age = MinJobAge::set(600);
     let (dir, policy) = (tmp.path(), policy.as_str());
     let state = dir.join("state");
     std::fs::write(dir.join("mix.sh"), MIXED).unwrap();
@@ -555,7 +576,6 @@ fn slurm_sixty_tasks_batched_a_crash_mid_move_and_two_applies_at_once() {
     let view = triage(&state, &["run", "--workflow", &aid, "--agent", "rules", "--dry-run", "--json"]);
     let left: Vec<i64> = jobs_of(&json(&view)).into_iter().map(|j| j.0).collect();
     assert_eq!(left, (55..=60).collect::<Vec<_>>(), "{}", text(&view));
-    min_job_age(30);
 }
 
 /// Wait until job `id` is RUNNING.

@@ -33,22 +33,27 @@ pub(crate) static BUILTIN_TOML: &str = include_str!(concat!(env!("OUT_DIR"), "/d
 /// while it runs. Only whole pages inside the text are dropped, never a neighbour's.
 pub(crate) fn release_builtin_pages() {
     #[cfg(target_os = "linux")]
+    if let Some((pages, size)) = whole_pages(BUILTIN_TOML)
+        && !pages.is_empty()
     {
-        // SAFETY: `sysconf` only reads a system setting.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        let Some(page) = usize::try_from(page).ok().filter(|&p| p > 0) else { return };
-        let start = BUILTIN_TOML.as_ptr() as usize;
-        let (first, last) = (start.div_ceil(page) * page, (start + BUILTIN_TOML.len()) / page * page);
-        if last > first {
-            // SAFETY: the range is whole pages of a read-only mapping of the executable that
-            // hold nothing but `BUILTIN_TOML`; `MADV_DONTNEED` on such pages only drops them
-            // from the resident set (the next read maps them again, with the same bytes). No
-            // reference into the text outlives the parse. An error leaves the pages resident.
-            unsafe {
-                libc::madvise(first as *mut libc::c_void, last - first, libc::MADV_DONTNEED);
-            }
+        // SAFETY: the range is whole pages of a read-only mapping of the executable that hold
+        // nothing but `BUILTIN_TOML`; `MADV_DONTNEED` on such pages only drops them from the
+        // resident set (the next read maps them again, with the same bytes). No reference into
+        // the text outlives the parse. An error leaves the pages resident.
+        unsafe {
+            libc::madvise((pages.start * size) as *mut libc::c_void, pages.len() * size, libc::MADV_DONTNEED);
         }
     }
+}
+
+/// The pages that lie wholly inside `text`, by number (address / page size), and the page
+/// size; `None` when the system does not say its page size.
+#[cfg(target_os = "linux")]
+fn whole_pages(text: &str) -> Option<(std::ops::Range<usize>, usize)> {
+    // SAFETY: `sysconf` only reads a system setting.
+    let size = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok().filter(|&p| p > 0)?;
+    let start = text.as_ptr() as usize;
+    Some((start.div_ceil(size)..(start + text.len()) / size, size))
 }
 
 /// The embedded default catalog as written, examples and all: read only by
@@ -413,18 +418,15 @@ mod tests {
     #[cfg(target_os = "linux")]
     fn resident_pages(text: &str) -> (usize, usize) {
         use std::io::{Read, Seek, SeekFrom};
-        // SAFETY: `sysconf` only reads a system setting.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).expect("a page size");
-        let start = text.as_ptr() as usize;
-        let (first, last) = (start.div_ceil(page), (start + text.len()) / page);
+        let (pages, _) = whole_pages(text).expect("a page size");
         let mut map = std::fs::File::open("/proc/self/pagemap").expect("open /proc/self/pagemap");
-        map.seek(SeekFrom::Start(first as u64 * 8)).expect("seek in pagemap");
-        let mut entries = vec![0u8; (last - first) * 8];
+        map.seek(SeekFrom::Start(pages.start as u64 * 8)).expect("seek in pagemap");
+        let mut entries = vec![0u8; pages.len() * 8];
         map.read_exact(&mut entries).expect("read pagemap");
         let present = entries
             .chunks_exact(8)
             .filter(|e| u64::from_le_bytes((*e).try_into().expect("8 bytes")) >> 63 == 1)
             .count();
-        (present, last - first)
+        (present, pages.len())
     }
 }
