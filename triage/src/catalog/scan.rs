@@ -143,9 +143,10 @@ pub(crate) struct Matcher {
     /// Per entry, then per analyzer, the range of its patterns in `patterns`.
     entry_patterns: Vec<std::ops::Range<usize>>,
     analyzer_patterns: Vec<std::ops::Range<usize>>,
-    /// The plain way's `RegexSet`, for the tests (built on first use).
+    /// The plain way's `RegexSet`s, one per [`PLAIN_CHUNK`] patterns, for the tests (built on
+    /// first use).
     #[cfg(test)]
-    plain: OnceLock<regex::bytes::RegexSet>,
+    plain: OnceLock<Vec<regex::bytes::RegexSet>>,
 }
 
 /// Why a catalog's patterns could not be prepared.
@@ -291,35 +292,54 @@ impl Matcher {
         out
     }
 
-    /// [`Matcher::line_matches`] the plain way, for the tests: every line through one
-    /// `RegexSet` of all the patterns (what the scan did before the prefilter).
+    /// [`Matcher::line_matches`] the plain way, for the tests: every pattern tried on every
+    /// line, by `RegexSet`s of all the patterns (what the scan did before the prefilter).
     ///
-    /// Each state of the set's lazy DFA stands for a set of positions in some 1,700 patterns
-    /// and is slow to build: with a cache of 32 MiB it was cleared again and again and the
-    /// states rebuilt (some 20 ms a text, 270 of the corpus comparison's 434 s). With room for
-    /// 512 MiB (per thread; it grows only as far as the texts need) few are rebuilt: 123 s,
-    /// 1.4 GB at most (1 GiB: 114 s, 2.4 GB).
+    /// One set of all of them (some 2,000 patterns) is what the scan once was, but as a test
+    /// reference it is slow: each state of its lazy DFA stands for positions in every pattern,
+    /// so states are many and slow to build, and the comparison over the corpus took minutes
+    /// and more than a gigabyte, growing faster than the catalog. Sets of [`PLAIN_CHUNK`]
+    /// patterns each find the same matches (a line's matches are the union of the sets',
+    /// indices offset by each set's first pattern, in ascending order) with small, warm DFAs.
     #[cfg(test)]
     pub(crate) fn line_matches_plain<'t>(&self, entries: &[Entry], text: &'t str) -> Vec<(usize, &'t str, Vec<usize>)> {
-        let set = self.plain.get_or_init(|| {
-            regex::bytes::RegexSetBuilder::new(self.patterns.iter().map(|p| p.text(entries)))
-                .unicode(false)
-                .size_limit(256 << 20)
-                .dfa_size_limit(512 << 20)
-                .build()
-                .expect("the catalog's patterns compile as a set")
+        let sets = self.plain.get_or_init(|| {
+            let texts: Vec<&str> = self.patterns.iter().map(|p| p.text(entries)).collect();
+            texts
+                .chunks(PLAIN_CHUNK)
+                .map(|chunk| {
+                    regex::bytes::RegexSetBuilder::new(chunk)
+                        .unicode(false)
+                        .size_limit(REGEX_SIZE_LIMIT * PLAIN_CHUNK)
+                        .dfa_size_limit(16 << 20)
+                        .build()
+                        .expect("the catalog's patterns compile as a set")
+                })
+                .collect()
         });
         let mut out = Vec::new();
         for (i, raw) in text.split('\n').enumerate() {
             let line = raw.strip_suffix('\r').unwrap_or(raw);
-            if line.is_empty() || !set.is_match(line.as_bytes()) {
+            if line.is_empty() {
                 continue;
             }
-            out.push((i, line, set.matches(line.as_bytes()).iter().collect()));
+            let matched: Vec<usize> = sets
+                .iter()
+                .enumerate()
+                .filter(|(_, set)| set.is_match(line.as_bytes()))
+                .flat_map(|(k, set)| set.matches(line.as_bytes()).into_iter().map(move |p| k * PLAIN_CHUNK + p))
+                .collect();
+            if !matched.is_empty() {
+                out.push((i, line, matched));
+            }
         }
         out
     }
 }
+
+/// Patterns per `RegexSet` of [`Matcher::line_matches_plain`].
+#[cfg(test)]
+const PLAIN_CHUNK: usize = 64;
 
 /// `visit`, typed as taking lines of `text` (a closure's own parameters could not say so).
 fn lines_of<'t, F: FnMut(usize, &'t str, &[usize], &mut Retired<'_>)>(_text: &'t str, visit: F) -> F {
