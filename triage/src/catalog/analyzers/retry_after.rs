@@ -5,7 +5,9 @@
 //! Gemini's `Please retry in 41.569s`, a gateway's `Try again in 43200 seconds`; Telegram's in
 //! seconds without a unit (the Bot API's `Too Many Requests: retry after 35` and
 //! `"retry_after": 35`, MTProto's `FLOOD_WAIT_81227` and `A wait of 81227 seconds is
-//! required`). A wait of
+//! required`); a program's own words after a throttling reply on the same line (`Rate limit
+//! hit ... needs to rest for 83276 seconds`, `429 ... please wait 11 seconds`: only on a line
+//! that names the rate limit, since "wait for 3 hours" alone says nothing). A wait of
 //! seconds or minutes is a per-minute window: a retry with backoff passes, and the throttling
 //! entries already say so. A wait of **two hours or more** is a daily or monthly quota of the
 //! account's tier that is used up: a job retried within its backoff (seconds to minutes)
@@ -46,10 +48,19 @@ const WAIT_RE: &str =
 /// A wait in seconds with no unit written (Telegram's forms).
 const SECONDS_RE: &str = r#"(?i)\bFLOOD_WAIT_(\d+)\b|\bA wait of (\d+) seconds is required\b|"retry_after"\s*:\s*(\d+(?:\.\d+)?)|\bToo Many Requests: retry after (\d+)\b"#;
 
-static TRIGGERS: &[&str] = &[WAIT_RE, SECONDS_RE];
+/// A wait in a program's own words, after the throttling reply it names on the same line.
+const THROTTLED_WAIT_RE: &str = concat!(
+    r"(?i)(?:\brate[ _-]?limit|\bquota\b|\bthrottl|\b429\b|\btoo many requests\b|\bflood)[ -~]{0,200}?",
+    r"\b(?:wait|rest|sleep|pause)(?:ing)?(?: for)?\s+((?:\d+(?:\.\d+)? ?(?:",
+    units!(),
+    r") ?)+)\b"
+);
+
+static TRIGGERS: &[&str] = &[WAIT_RE, SECONDS_RE, THROTTLED_WAIT_RE];
 
 static WAIT: Lazy = Lazy::new(|| re(WAIT_RE));
 static SECONDS: Lazy = Lazy::new(|| re(SECONDS_RE));
+static THROTTLED_WAIT: Lazy = Lazy::new(|| re(THROTTLED_WAIT_RE));
 static PART: Lazy = Lazy::new(|| re(AMOUNT));
 
 /// A wait this long is a quota's reset, not a throttling window (seconds).
@@ -57,7 +68,7 @@ const QUOTA_WAIT: f64 = 2.0 * 3600.0;
 
 /// The wait a line asks for, in seconds (`7m12s` is 432).
 fn wait(line: &str) -> Option<f64> {
-    let Some(c) = WAIT.captures(line) else {
+    let Some(c) = WAIT.captures(line).or_else(|| THROTTLED_WAIT.captures(line)) else {
         let c = SECONDS.captures(line)?;
         return (1..=4).find_map(|g| c.get(g))?.as_str().parse().ok();
     };
@@ -86,7 +97,7 @@ fn analyze(input: &Input<'_>) -> Option<Finding> {
 pub(super) static ANALYZER: Analyzer = Analyzer {
     triggers: TRIGGERS,
     outcomes: OUTCOMES,
-    regexes: &[&WAIT, &SECONDS, &PART],
+    regexes: &[&WAIT, &SECONDS, &THROTTLED_WAIT, &PART],
     analyze,
     examples: &[
         Example {
@@ -114,7 +125,24 @@ pub(super) static ANALYZER: Analyzer = Analyzer {
             exit_code: None,
             expect: Some(HOURS),
         },
+        Example {
+            text: "[__main__][ERROR ]Rate limit hit, please try after:83276 The program now needs to rest for 83276 seconds",
+            exit_code: None,
+            expect: Some(HOURS),
+        },
+        Example {
+            text: "Daily quota exhausted; sleeping for 6 hours before the next request",
+            exit_code: None,
+            expect: Some(HOURS),
+        },
         // Per-minute windows: the throttling entries decide.
+        Example {
+            text: "Error: rate limit exceeded--- check your retry rate!429--- Rate limit exceeded. Please wait 11 seconds.",
+            exit_code: None,
+            expect: None,
+        },
+        // A long wait on a line that names no throttling is not one.
+        Example { text: "Waiting for 3 hours for the lock on /scratch/run.lock", exit_code: None, expect: None },
         Example { text: "Please retry after 6 seconds.", exit_code: None, expect: None },
         Example { text: "Rate limit is exceeded. Try again in 59 seconds.", exit_code: None, expect: None },
         Example { text: "Please retry after 1200 seconds.", exit_code: None, expect: None },
