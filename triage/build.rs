@@ -9,12 +9,44 @@
 //! breaks as the value had, so every entry stays on the line it is on in the source (a load
 //! error names that line). The full file is embedded too, read only where the examples are
 //! needed (a user file that changes an embedded entry's patterns).
+//!
+//! It also writes `needs.bin`: what each pattern of the catalog needs for the scan's literal
+//! prefilter (`src/catalog/need.rs`, included here, so the table is exactly what a load would
+//! work out). Parsing and walking about two thousand regexes was most of every start's time;
+//! a load now looks each pattern up, and analyzes only the patterns the table lacks (a user's).
 
 use std::ops::Range;
 use std::path::Path;
 
 use serde::Deserialize;
 use toml::Spanned;
+
+// The pattern analysis the scan runs, and what it reads: the same files as the library's
+// `catalog` modules (they refer to each other as `super::`, the root here).
+#[allow(dead_code)]
+#[path = "src/catalog/common_grams.rs"]
+mod common_grams;
+#[allow(dead_code)]
+#[path = "src/catalog/freq.rs"]
+mod freq;
+#[allow(dead_code)]
+#[path = "src/catalog/hir_walk.rs"]
+mod hir_walk;
+#[allow(dead_code)]
+#[path = "src/catalog/need.rs"]
+mod need;
+#[allow(dead_code)]
+#[path = "src/catalog/word_edges.rs"]
+mod word_edges;
+
+/// The library files this script runs.
+const ANALYSIS_SOURCES: &[&str] = &[
+    "src/catalog/common_grams.rs",
+    "src/catalog/freq.rs",
+    "src/catalog/hir_walk.rs",
+    "src/catalog/need.rs",
+    "src/catalog/word_edges.rs",
+];
 
 #[derive(Deserialize)]
 struct File {
@@ -24,6 +56,8 @@ struct File {
 
 #[derive(Deserialize)]
 struct Entry {
+    #[serde(default)]
+    patterns: Vec<String>,
     examples: Option<Spanned<toml::Value>>,
     counter_examples: Option<Spanned<toml::Value>>,
 }
@@ -31,11 +65,17 @@ struct Entry {
 fn main() {
     let source = Path::new("catalog/default.toml");
     println!("cargo::rerun-if-changed={}", source.display());
+    for file in ANALYSIS_SOURCES {
+        println!("cargo::rerun-if-changed={file}");
+    }
     let text = std::fs::read_to_string(source).unwrap_or_else(|e| panic!("cannot read {}: {e}", source.display()));
     // A file that does not parse is embedded as it is: loading it then reports the error with
-    // its line and column, in the tests that load the embedded catalog.
-    let stripped = match toml::from_str::<File>(&text) {
-        Ok(file) => {
+    // its line and column, in the tests that load the embedded catalog (and the needs table
+    // is empty: every pattern is analyzed at load).
+    let parsed = toml::from_str::<File>(&text).ok();
+    let needs = need::write_table(parsed.iter().flat_map(|f| &f.entry).flat_map(|e| &e.patterns).map(String::as_str));
+    let stripped = match parsed {
+        Some(file) => {
             let mut spans: Vec<Range<usize>> = file
                 .entry
                 .iter()
@@ -46,11 +86,13 @@ fn main() {
             spans.sort_by_key(|s| s.start);
             without(&text, &spans)
         }
-        Err(_) => text.clone(),
+        None => text.clone(),
     };
     let out = std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR for build scripts");
     let target = Path::new(&out).join("default.rules.toml");
     std::fs::write(&target, stripped).unwrap_or_else(|e| panic!("cannot write {}: {e}", target.display()));
+    let target = Path::new(&out).join("needs.bin");
+    std::fs::write(&target, needs).unwrap_or_else(|e| panic!("cannot write {}: {e}", target.display()));
 }
 
 /// `text` with each span (sorted, disjoint) replaced by `[]` and the span's line breaks.

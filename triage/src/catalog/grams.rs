@@ -426,7 +426,7 @@ mod tests {
         let c = crate::catalog::Catalog::builtin();
         let mut lits: Vec<Vec<u8>> = Vec::new();
         for p in c.entries().iter().flat_map(|e| &e.patterns) {
-            super::super::prefilter::analyze(p).unwrap().need.literals(&mut lits);
+            super::super::need::analyze(p).unwrap().need.literals(&mut lits);
         }
         let mut lits: Vec<Vec<u8>> = lits.iter().map(|l| super::super::word_edges::text(l).to_vec()).collect();
         lits.sort();

@@ -21,25 +21,46 @@ use super::scan::{BuildError, Matcher};
 /// a process neither keeps nor checks the embedded examples, and parsing them was about half
 /// of every start's parsing and of the catalog's pages in memory). A `static`, not a `const`:
 /// a constant's text may be copied into each codegen unit that uses it, and
-/// [`release_builtin_pages`] must drop the very pages the parse read.
+/// [`release_pages`] must drop the very pages the parse read.
 pub(crate) static BUILTIN_TOML: &str = include_str!(concat!(env!("OUT_DIR"), "/default.rules.toml"));
 
-/// Drop the pages of [`BUILTIN_TOML`] from the process's memory once it is parsed: every
-/// entry keeps its own copy of what it needs, so after the parse the text is read again only
-/// to name a line in an error. The text is half a megabyte of the executable's read-only data,
-/// and parsing it brings all of it in; the kernel would keep those pages in the process's
-/// resident set for its whole life (about 3% of a small listing's peak). They stay mapped: a
-/// later read faults them in again from the executable, which the kernel keeps unchanged
-/// while it runs. Only whole pages inside the text are dropped, never a neighbour's.
-pub(crate) fn release_builtin_pages() {
+/// What each pattern of the embedded catalog needs (`need::Table`), worked out by `build.rs`
+/// from the same code a load would run (`need.rs`): a start looks them up instead of parsing
+/// and walking about two thousand regexes, most of a load's time. A `static` for the same
+/// reason as [`BUILTIN_TOML`]'s.
+pub(crate) static BUILTIN_NEEDS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/needs.bin"));
+
+/// The embedded tables a load reads once.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Embedded {
+    /// [`BUILTIN_TOML`].
+    Toml,
+    /// [`BUILTIN_NEEDS`].
+    Needs,
+}
+
+/// Drop the pages of an embedded table from the process's memory once a load has read it: every entry keeps its own copy of
+/// what it needs, so after the parse the text is read again only to name a line in an error
+/// (and the needs table only by another load). Each is over half a megabyte of the
+/// executable, and reading it brings all of it in; the kernel would keep those pages in the
+/// process's resident set for its whole life (about 3% of a small listing's peak each). They
+/// stay mapped: a later read faults them in again from the executable, which the kernel keeps
+/// unchanged while it runs. Only whole pages inside `bytes` are dropped, never a neighbour's.
+pub(crate) fn release_pages(table: Embedded) {
+    let bytes = match table {
+        Embedded::Toml => BUILTIN_TOML.as_bytes(),
+        Embedded::Needs => BUILTIN_NEEDS,
+    };
+    #[cfg(not(target_os = "linux"))]
+    let _ = bytes;
     #[cfg(target_os = "linux")]
-    if let Some((pages, size)) = whole_pages(BUILTIN_TOML)
+    if let Some((pages, size)) = whole_pages(bytes)
         && !pages.is_empty()
     {
-        // SAFETY: the range is whole pages of a read-only mapping of the executable that hold
-        // nothing but `BUILTIN_TOML`; `MADV_DONTNEED` on such pages only drops them from the
-        // resident set (the next read maps them again, with the same bytes). No reference into
-        // the text outlives the parse. An error leaves the pages resident.
+        // SAFETY: the range is whole pages of a read-only mapping of the executable (a
+        // `static` the compiler embedded) that hold nothing but that table; `MADV_DONTNEED` on
+        // such pages only drops them from the resident set (the next read maps them again,
+        // with the same bytes). An error leaves the pages resident.
         unsafe {
             libc::madvise((pages.start * size) as *mut libc::c_void, pages.len() * size, libc::MADV_DONTNEED);
         }
@@ -49,7 +70,7 @@ pub(crate) fn release_builtin_pages() {
 /// The pages that lie wholly inside `text`, by number (address / page size), and the page
 /// size; `None` when the system does not say its page size.
 #[cfg(target_os = "linux")]
-fn whole_pages(text: &str) -> Option<(std::ops::Range<usize>, usize)> {
+fn whole_pages(text: &[u8]) -> Option<(std::ops::Range<usize>, usize)> {
     // SAFETY: `sysconf` only reads a system setting.
     let size = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok().filter(|&p| p > 0)?;
     let start = text.as_ptr() as usize;
@@ -382,14 +403,14 @@ mod tests {
         assert!(with_examples > 100, "the written catalog has its examples ({with_examples} entries)");
     }
 
-    /// Building a catalog drops the embedded text's pages from the resident set, and the
-    /// text reads the same afterwards. Run in a child process (this test binary, this test
-    /// alone) so that no other test parses the text in between.
+    /// Building a catalog drops the embedded tables' pages (the text, the needs) from the
+    /// resident set, and they read the same afterwards. Run in a child process (this test
+    /// binary, this test alone) so that no other test reads them in between.
     #[cfg(target_os = "linux")]
     #[test]
-    fn building_a_catalog_hands_the_embedded_texts_pages_back() {
+    fn building_a_catalog_hands_the_embedded_tables_pages_back() {
         const CHILD: &str = "TRIAGE_TEST_RESIDENT_PAGES_CHILD";
-        let name = "catalog::load::tests::building_a_catalog_hands_the_embedded_texts_pages_back";
+        let name = "catalog::load::tests::building_a_catalog_hands_the_embedded_tables_pages_back";
         if std::env::var_os(CHILD).is_none() {
             let exe = std::env::current_exe().expect("the test binary's path");
             let out = std::process::Command::new(exe)
@@ -401,22 +422,27 @@ mod tests {
             assert!(out.status.success() && text.contains("1 passed"), "the child failed:\n{text}");
             return;
         }
-        let before = BUILTIN_TOML.bytes().fold(0u64, |sum, b| sum.wrapping_add(u64::from(b)));
-        let (resident, pages) = resident_pages(BUILTIN_TOML);
-        assert!(pages > 64, "the embedded text spans {pages} whole pages");
-        assert_eq!(resident, pages, "a read of the text brought every page in");
+        let sum = |bytes: &[u8]| bytes.iter().fold(0u64, |sum, &b| sum.wrapping_add(u64::from(b)));
+        let tables = [BUILTIN_TOML.as_bytes(), BUILTIN_NEEDS];
+        let before = tables.map(sum);
+        for table in tables {
+            let (resident, pages) = resident_pages(table);
+            assert!(pages > 64, "each embedded table spans {pages} whole pages");
+            assert_eq!(resident, pages, "a read of the table brought every page in");
+        }
         let catalog = crate::catalog::Catalog::from_sources(&[]).expect("the embedded catalog builds");
         assert!(catalog.entries().len() > 100);
-        let (resident, _) = resident_pages(BUILTIN_TOML);
-        assert_eq!(resident, 0, "after the build none of the text's {pages} pages is resident");
-        let after = BUILTIN_TOML.bytes().fold(0u64, |sum, b| sum.wrapping_add(u64::from(b)));
-        assert_eq!(after, before, "the text reads the same once its pages come back");
+        for table in tables {
+            let (resident, pages) = resident_pages(table);
+            assert_eq!(resident, 0, "after the build none of the table's {pages} pages is resident");
+        }
+        assert_eq!(tables.map(sum), before, "the tables read the same once their pages come back");
     }
 
     /// How many of the whole pages inside `text` are mapped in this process, and how many
     /// there are, by the present bit (63) of each page's entry in `/proc/self/pagemap`.
     #[cfg(target_os = "linux")]
-    fn resident_pages(text: &str) -> (usize, usize) {
+    fn resident_pages(text: &[u8]) -> (usize, usize) {
         use std::io::{Read, Seek, SeekFrom};
         let (pages, _) = whole_pages(text).expect("a page size");
         let mut map = std::fs::File::open("/proc/self/pagemap").expect("open /proc/self/pagemap");

@@ -87,6 +87,7 @@ mod hints;
 mod hir_walk;
 mod lines;
 mod load;
+mod need;
 mod packed;
 mod prefilter;
 mod scan;
@@ -108,7 +109,7 @@ pub use entry::Entry;
 pub use error::CatalogError;
 pub use hints::{HintMatch, Hints, ScanContext};
 
-use load::{BUILTIN_NAME, BUILTIN_TOML, Merger};
+use load::{BUILTIN_NAME, BUILTIN_TOML, Embedded, Merger};
 use scan::Matcher;
 
 /// A loaded, checked catalog with its patterns compiled. Cheap to clone.
@@ -162,11 +163,14 @@ impl Catalog {
     pub fn from_sources(extra: &[(PathBuf, String)]) -> Result<Catalog, CatalogError> {
         let mut merger = Merger::default();
         merger.add(&PathBuf::from(BUILTIN_NAME), BUILTIN_TOML, false)?;
+        // Each embedded table's pages go as soon as it is read, so the two are never resident
+        // together (a start's peak memory).
+        load::release_pages(Embedded::Toml);
         for (file, text) in extra {
             merger.add(file, text, true)?;
         }
         let (version, entries, matcher) = merger.finish()?;
-        load::release_builtin_pages();
+        load::release_pages(Embedded::Needs);
         Ok(Catalog { inner: Arc::new(Inner { version, entries, matcher }) })
     }
 

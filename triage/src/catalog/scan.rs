@@ -30,7 +30,9 @@ use super::ansi::strip_ansi;
 use super::entry::Entry;
 use super::hints::{HintMatch, Hints, ScanContext, excerpt};
 use super::lines::Lines;
-use super::prefilter::{self, Prefilter, Retired};
+use super::load::BUILTIN_NEEDS;
+use super::need;
+use super::prefilter::{Prefilter, Retired};
 use super::verdict::{Basis, Candidate, contrary, decide};
 
 /// Compiled size allowed for one pattern.
@@ -180,6 +182,9 @@ impl Matcher {
         let mut anchoring = Vec::with_capacity(patterns.len());
         let mut matching_empty = Vec::new();
         let mut built = Vec::with_capacity(patterns.len());
+        // The embedded catalog's needs were worked out at build time; a user's new pattern
+        // (or an analyzer's trigger) is analyzed here.
+        let known = need::Table::parse(BUILTIN_NEEDS);
         for owner in patterns {
             let blame = match owner {
                 Owner::Entry(e, p) => Some((e, p)),
@@ -187,7 +192,10 @@ impl Matcher {
             };
             let pattern = Pattern { owner, compiled: OnceLock::new() };
             let text = pattern.text(entries);
-            let analysis = prefilter::analyze(text).map_err(|message| BuildError { pattern: blame, message })?;
+            let analysis = match known.get(text) {
+                Some(analysis) => analysis,
+                None => need::analyze(text).map_err(|message| BuildError { pattern: blame, message })?,
+            };
             if analysis.may_match_empty {
                 let re = compile_matcher(text).map_err(|message| BuildError { pattern: blame, message })?;
                 if let Some(b) = blame
