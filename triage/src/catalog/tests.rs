@@ -234,7 +234,8 @@ fn a_root_cause_outranks_the_noise_after_it() {
 
 #[test]
 fn a_context_entry_takes_its_line_from_a_generic_one() {
-    // "CUDA out of memory" also says "out of memory" (generic host OOM, transient, -5).
+    // "CUDA out of memory" also says "out of memory" (generic host OOM, -5): the specific
+    // entry is the evidence named.
     let h = scan("torch.cuda.OutOfMemoryError: CUDA out of memory.");
     assert_eq!(h.verdict, Verdict::Unknown);
     assert_eq!(h.evidence.map(|m| m.id.to_string()), Some("cuda-out-of-memory".to_string()));

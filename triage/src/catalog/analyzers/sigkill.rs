@@ -37,7 +37,7 @@ static TRIGGERS: &[&str] = &[
     r"(?i)\bexit ?code:? -9\b",
     r"(?i)\b(?:exit(?:ed with)? (?:code|status)|non-zero exit status|returned a non-zero code:?)\s*:?\s*\(?137\b",
     // The memory evidence.
-    r"(?i)\b(?:out of memory|oom|memory limit|memory cgroup|Cannot allocate memory|MemoryError|limited without swap|exceed\w* (?:its |the )?memory|low on memory|insufficient memory)\b",
+    r"(?i)\b(?:out of memory|oom|memory limit|memory cgroup|Cannot allocate memory|MemoryError|exceed\w* (?:its |the )?memory|low on memory|insufficient memory)\b",
 ];
 
 static KILL: Lazy = Lazy::new(|| {
@@ -46,12 +46,16 @@ static KILL: Lazy = Lazy::new(|| {
     )
 });
 /// Lines that name a kill or memory but are not evidence of the job's host memory: a launcher
-/// killing the surviving ranks, GPU memory (its own entries weigh it), and shared memory
+/// killing the surviving ranks, GPU memory (its own entries weigh it), shared memory
 /// (`/dev/shm` is a size fixed by the container or the node, not the job's memory request; a
-/// worker "killed by signal: Bus error" for lack of it is not a SIGKILL either).
+/// worker "killed by signal: Bus error" for lack of it is not a SIGKILL either), a guess
+/// (gunicorn's "was sent SIGKILL! Perhaps out of memory?" is printed for any SIGKILL), and a
+/// tool's note of its own configured limit ("Using 1 worker with 2048MB memory limit").
+/// Docker's "Memory limited without swap" is no evidence either: it warns of the kernel's
+/// swap accounting at every container start. Those tails are labelled ambiguous in the corpus.
 static NOT_EVIDENCE: Lazy = Lazy::new(|| {
     re(
-        r"(?i)\bclosing signal\b|\b(?:CUDA|GPU|HIP|cudaMalloc|CUBLAS|cuDNN|device memory)\b|\bshared memory\b|/dev/shm\b|\bBus error\b",
+        r"(?i)\bclosing signal\b|\b(?:CUDA|GPU|HIP|cudaMalloc|CUBLAS|cuDNN|device memory)\b|\bshared memory\b|/dev/shm\b|\bBus error\b|\bPerhaps out of memory\?|\bwith \d+ ?[KMG]i?B memory limit\b",
     )
 });
 
@@ -113,9 +117,26 @@ pub(super) static ANALYZER: Analyzer = Analyzer {
             exit_code: None,
             expect: None,
         },
+        // Boilerplate and guesses are not memory evidence.
         Example {
             text: "Command exit status:\n  137\nCommand error:\n  WARNING: Your kernel does not support swap \
                    limit capabilities or the cgroup is not mounted. Memory limited without swap.",
+            exit_code: Some(137),
+            expect: None,
+        },
+        Example {
+            text: "[2024-02-15 02:53:24 +0000] [1] [ERROR] Worker (pid:26) was sent SIGKILL! Perhaps out of memory?",
+            exit_code: None,
+            expect: None,
+        },
+        Example {
+            text: "Using 1 worker with 2048MB memory limit\nst Killed\nnpm ERR! errno 137",
+            exit_code: Some(137),
+            expect: None,
+        },
+        Example {
+            text: "Worker (pid:26) was sent SIGKILL! Perhaps out of memory?\n\
+                   slurmstepd: error: Detected 1 oom-kill event in StepId=42.batch.",
             exit_code: Some(137),
             expect: Some(MEMORY),
         },
