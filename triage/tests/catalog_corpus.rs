@@ -296,11 +296,13 @@ fn held_out_split_is_stable() {
 /// engineer decide; the first 1,019 were reviewed once more for that, then for consistency
 /// between near-identical texts (`fixtures/corpus/relabels.jsonl` lists every change and
 /// why): many had followed what the source thread found out later, which no text-only
-/// classifier can see. Coverage was traded for abstention twice, on purpose: a glibc heap abort
-/// (double free, stack smashing) is context like a segmentation fault, and so is a bare refused
-/// connection (its labelled cases are ambiguous about eight to one against retry).
-const TUNING_FLOOR: [f64; 4] = [0.99, 0.99, 0.87, 0.86];
-const HELD_OUT_FLOOR: [f64; 4] = [0.97, 0.99, 0.76, 0.82];
+/// classifier can see. Coverage was traded for abstention three times, on purpose: a glibc heap
+/// abort (double free, stack smashing) is context like a segmentation fault, and so are a bare
+/// refused connection (its labelled cases are ambiguous about eight to one against retry) and a
+/// bare "out of memory" or ENOMEM (two to one). Last measured: tuning 1900/1904, 2907/2910,
+/// 4814/5459, 1944/2227; held out 749/761, 1077/1086, 1847/2422, 774/925.
+const TUNING_FLOOR: [f64; 4] = [0.99, 0.99, 0.88, 0.87];
+const HELD_OUT_FLOOR: [f64; 4] = [0.98, 0.99, 0.76, 0.83];
 
 #[test]
 fn builtin_catalog_scores_on_the_own_tuning_share() {
