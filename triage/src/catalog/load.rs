@@ -39,13 +39,14 @@ pub(crate) enum Embedded {
     Needs,
 }
 
-/// Drop the pages of an embedded table from the process's memory once a load has read it: every entry keeps its own copy of
-/// what it needs, so after the parse the text is read again only to name a line in an error
-/// (and the needs table only by another load). Each is over half a megabyte of the
-/// executable, and reading it brings all of it in; the kernel would keep those pages in the
-/// process's resident set for its whole life (about 3% of a small listing's peak each). They
-/// stay mapped: a later read faults them in again from the executable, which the kernel keeps
-/// unchanged while it runs. Only whole pages inside `bytes` are dropped, never a neighbour's.
+/// Drop the pages of an embedded table from the process's memory once a load has read it:
+/// every entry keeps its own copy of what it needs, so after the parse the text is read again
+/// only to name a line in an error (and the needs table only by another load). Each table is
+/// over half a megabyte of the executable, and reading it brings all of it in; the kernel
+/// would keep those pages in the process's resident set for its whole life (about 3% of a
+/// small listing's peak each). They stay mapped: a later read faults them in again from the
+/// executable, which the kernel keeps unchanged while it runs. Only whole pages inside the
+/// table are dropped, never a neighbour's.
 pub(crate) fn release_pages(table: Embedded) {
     let bytes = match table {
         Embedded::Toml => BUILTIN_TOML.as_bytes(),
