@@ -672,22 +672,23 @@ fn expand(c: &ClassBytes) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// The helpers are the prefilter's tests' too.
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn need(p: &str) -> Need {
+    pub(crate) fn need(p: &str) -> Need {
         analyze(p).unwrap().need
     }
 
     /// The anchors of `p`, with their word-boundary marks written `\\b`.
-    fn lits(p: &str) -> Option<Vec<String>> {
+    pub(crate) fn lits(p: &str) -> Option<Vec<String>> {
         need(p)
             .anchors()
             .map(|v| v.iter().map(|l| String::from_utf8(l.clone()).unwrap().replace('\u{1}', r"\b")).collect())
     }
 
-    fn any(lits: &[&str]) -> Need {
+    pub(crate) fn any(lits: &[&str]) -> Need {
         Need::AnyOf(lits.iter().map(|l| l.as_bytes().to_vec()).collect())
     }
 

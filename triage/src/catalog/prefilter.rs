@@ -373,25 +373,10 @@ fn to_cond<'a>(need: &'a Need, interner: &mut Interner<'a>) -> Cond {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::need::analyze;
+    use crate::catalog::need::tests::{any, lits, need};
 
     fn build(needs: &[Need]) -> Prefilter {
         Prefilter::build(needs, vec![Anchoring::Anywhere; needs.len()])
-    }
-
-    fn need(p: &str) -> Need {
-        analyze(p).unwrap().need
-    }
-
-    /// The anchors of `p`, with their word-boundary marks written `\\b`.
-    fn lits(p: &str) -> Option<Vec<String>> {
-        need(p)
-            .anchors()
-            .map(|v| v.iter().map(|l| String::from_utf8(l.clone()).unwrap().replace('\u{1}', r"\b")).collect())
-    }
-
-    fn any(lits: &[&str]) -> Need {
-        Need::AnyOf(lits.iter().map(|l| l.as_bytes().to_vec()).collect())
     }
 
     #[test]
