@@ -287,8 +287,21 @@ pub(crate) struct Analysis {
     /// The pattern may match an empty line (only such patterns need compiling at load to
     /// check that they do not).
     pub may_match_empty: bool,
+    /// The need's anchors ([`Need::anchors`]), worked out once here: weighing an "all of"'s
+    /// parts by their literals' frequencies was most of a load's time when every start did it.
+    pub anchors: Option<Vec<Vec<u8>>>,
     /// Where a match is, measured against the need's anchors.
     pub anchoring: Anchoring,
+}
+
+impl Analysis {
+    /// The analysis of a pattern whose need is `need` and nothing more (it may not match an
+    /// empty line; its matches may be anywhere), for tests of what uses a need.
+    #[cfg(test)]
+    pub fn of_need(need: Need) -> Analysis {
+        let anchors = need.anchors().map(Cow::into_owned);
+        Analysis { need, may_match_empty: false, anchors, anchoring: Anchoring::Anywhere }
+    }
 }
 
 /// Where a pattern's matches are, measured against its anchors (the literals the prefilter
@@ -314,17 +327,17 @@ pub(crate) fn analyze(pattern: &str) -> Result<Analysis, String> {
     let marked = word_edges::mark(&folded);
     let marked = marked.as_ref().unwrap_or(&folded);
     let need = need_of(marked);
-    let anchors = need.anchors();
-    let anchoring = match anchors {
-        Some(anchors) if is_literal_set(&hir, marked, &anchors) => Anchoring::IsAnchor,
-        Some(anchors) if starts_with_one_of(&folded, &anchors) => Anchoring::AtAnchor,
+    let anchors = need.anchors().map(Cow::into_owned);
+    let anchoring = match &anchors {
+        Some(anchors) if is_literal_set(&hir, marked, anchors) => Anchoring::IsAnchor,
+        Some(anchors) if starts_with_one_of(&folded, anchors) => Anchoring::AtAnchor,
         _ => Anchoring::Anywhere,
     };
-    Ok(Analysis { need, may_match_empty, anchoring })
+    Ok(Analysis { need, may_match_empty, anchors, anchoring })
 }
 
 /// The first bytes of a table of analyses ([`write_table`]), with the format's version.
-const TABLE_MAGIC: &[u8] = b"triage needs 2\n";
+const TABLE_MAGIC: &[u8] = b"triage needs 3\n";
 
 /// The analyses of `patterns` as a table for [`Table::parse`]: the build script's output for
 /// the embedded catalog. Records sorted by [`pattern_key`], each a key (8 bytes, little
@@ -402,7 +415,8 @@ impl<'t> Table<'t> {
 }
 
 /// `a` as bytes: one byte of flags (bit 0 `may_match_empty`, bits 1 and 2 the anchoring),
-/// then the need ([`encode_need`]).
+/// then the need ([`encode_need`]), then the anchors (a byte, 0 for none, 1 for a literal set,
+/// [`encode_literals`]).
 #[cfg_attr(not(test), allow(dead_code, reason = "the build script writes the table; a process only reads it"))]
 fn encode(a: &Analysis, out: &mut Vec<u8>) {
     let anchoring = match a.anchoring {
@@ -412,21 +426,46 @@ fn encode(a: &Analysis, out: &mut Vec<u8>) {
     };
     out.push(u8::from(a.may_match_empty) | (anchoring << 1));
     encode_need(&a.need, out);
+    match &a.anchors {
+        None => out.push(0),
+        Some(anchors) => {
+            out.push(1);
+            encode_literals(anchors, out);
+        }
+    }
+}
+
+/// A literal set as its count, then each literal (length, bytes).
+#[cfg_attr(not(test), allow(dead_code, reason = "the build script writes the table; a process only reads it"))]
+fn encode_literals(lits: &[Vec<u8>], out: &mut Vec<u8>) {
+    put_len(out, lits.len());
+    for lit in lits {
+        put_len(out, lit.len());
+        out.extend_from_slice(lit);
+    }
+}
+
+/// The literal set [`encode_literals`] wrote, from the front of `rest`.
+fn decode_literals(rest: &mut &[u8]) -> Option<Vec<Vec<u8>>> {
+    let n = take_len(rest)?;
+    let mut lits = Vec::with_capacity(n.min(rest.len()));
+    for _ in 0..n {
+        let (lit, after) = take_sized(rest)?;
+        lits.push(lit.to_vec());
+        *rest = after;
+    }
+    Some(lits)
 }
 
 /// A need as a tag (0 nothing, 1 one of some literals, 2 all of, 3 one of), then for 1 the
-/// count and each literal (length, bytes), for 2 and 3 the count and each part.
+/// literals ([`encode_literals`]), for 2 and 3 the count and each part.
 #[cfg_attr(not(test), allow(dead_code, reason = "the build script writes the table; a process only reads it"))]
 fn encode_need(need: &Need, out: &mut Vec<u8>) {
     match need {
         Need::Nothing => out.push(0),
         Need::AnyOf(lits) => {
             out.push(1);
-            put_len(out, lits.len());
-            for lit in lits {
-                put_len(out, lit.len());
-                out.extend_from_slice(lit);
-            }
+            encode_literals(lits, out);
         }
         Need::All(parts) | Need::Either(parts) => {
             out.push(if matches!(need, Need::All(_)) { 2 } else { 3 });
@@ -446,7 +485,13 @@ fn decode(bytes: &[u8]) -> Option<Analysis> {
         _ => return None,
     };
     let need = decode_need(&mut rest, 0)?;
-    rest.is_empty().then_some(Analysis { need, may_match_empty: flags & 1 == 1, anchoring })
+    let (&has_anchors, mut rest) = rest.split_first()?;
+    let anchors = match has_anchors {
+        0 => None,
+        1 => Some(decode_literals(&mut rest)?),
+        _ => return None,
+    };
+    rest.is_empty().then_some(Analysis { need, may_match_empty: flags & 1 == 1, anchors, anchoring })
 }
 
 /// Deeper than this, a need is not one [`encode_need`] wrote (the catalog's nest a few levels).
@@ -460,16 +505,7 @@ fn decode_need(rest: &mut &[u8], depth: usize) -> Option<Need> {
     *rest = after;
     match tag {
         0 => Some(Need::Nothing),
-        1 => {
-            let n = take_len(rest)?;
-            let mut lits = Vec::with_capacity(n.min(rest.len()));
-            for _ in 0..n {
-                let (lit, after) = take_sized(rest)?;
-                lits.push(lit.to_vec());
-                *rest = after;
-            }
-            Some(Need::AnyOf(lits))
-        }
+        1 => decode_literals(rest).map(Need::AnyOf),
         2 | 3 => {
             let n = take_len(rest)?;
             let mut parts = Vec::with_capacity(n.min(rest.len()));

@@ -13,15 +13,13 @@
 //! ever removes (line, pattern) pairs that cannot match, so the matches are exactly the plain
 //! per-line `RegexSet`'s (a test compares both on every corpus file).
 
-use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use memchr::memmem;
 
 use super::grams::Grams;
 use super::lines::Lines;
-use super::need::{Anchoring, MAX_SET, Need};
+use super::need::{Analysis, Anchoring, MAX_SET, Need};
 use super::packed::Packed;
 use super::word_edges::{self, Edges};
 
@@ -101,23 +99,23 @@ thread_local! {
 }
 
 impl Prefilter {
-    /// From each pattern's need.
-    pub fn build(needs: &[Need], anchoring: Vec<Anchoring>) -> Prefilter {
-        // Every literal is interned as a slice of the needs (or of the anchor sets built from
-        // them), not copied: the catalog names about twelve thousand, and three owned copies
-        // of each (key, list, text) were most of a process's peak heap while it built this.
-        let anchor_sets: Vec<Option<Cow<'_, [Vec<u8>]>>> = needs.iter().map(Need::anchors).collect();
+    /// From each pattern's analysis (its need, anchors and anchoring).
+    pub fn build(analyses: &[Analysis]) -> Prefilter {
+        // Every literal is interned as a slice of the analyses, not copied: the catalog names
+        // about twelve thousand, and three owned copies of each (key, list, text) were most of
+        // a process's peak heap while it built this.
         let mut interner = Interner::default();
         let mut anchored: Vec<(usize, usize)> = Vec::new();
         let mut always = Vec::new();
-        for (p, anchors) in anchor_sets.iter().enumerate() {
-            match anchors {
+        for (p, analysis) in analyses.iter().enumerate() {
+            match &analysis.anchors {
                 Some(anchors) => anchored.extend(anchors.iter().map(|lit| (interner.intern(lit), p))),
                 None => always.push(p),
             }
         }
         let anchors = anchored.iter().map(|&(lit, _)| lit + 1).max().unwrap_or(0);
-        let conds: Vec<Cond> = needs.iter().map(|n| to_cond(n, &mut interner)).collect();
+        let conds: Vec<Cond> = analyses.iter().map(|a| to_cond(&a.need, &mut interner)).collect();
+        let anchoring = analyses.iter().map(|a| a.anchoring).collect();
         let mut owners = vec![Vec::new(); anchors];
         for (lit, p) in anchored {
             if let Some(o) = owners.get_mut(lit)
@@ -343,7 +341,9 @@ impl<'s> Retired<'s> {
 #[derive(Default)]
 struct Interner<'a> {
     literals: Vec<&'a [u8]>,
-    index: HashMap<&'a [u8], usize>,
+    /// By FxHash, not SipHash: the keys are the catalog's literals, not input, and hashing
+    /// them was a tenth of a load.
+    index: rustc_hash::FxHashMap<&'a [u8], usize>,
 }
 
 impl<'a> Interner<'a> {
@@ -376,7 +376,8 @@ mod tests {
     use crate::catalog::need::tests::{any, lits, need};
 
     fn build(needs: &[Need]) -> Prefilter {
-        Prefilter::build(needs, vec![Anchoring::Anywhere; needs.len()])
+        let analyses: Vec<Analysis> = needs.iter().cloned().map(Analysis::of_need).collect();
+        Prefilter::build(&analyses)
     }
 
     #[test]

@@ -178,8 +178,7 @@ impl Matcher {
             patterns.extend((0..analyzer.triggers.len()).map(|t| Owner::Analyzer(a, t)));
             analyzer_patterns.push(start..patterns.len());
         }
-        let mut needs = Vec::with_capacity(patterns.len());
-        let mut anchoring = Vec::with_capacity(patterns.len());
+        let mut analyses = Vec::with_capacity(patterns.len());
         let mut matching_empty = Vec::new();
         let mut built = Vec::with_capacity(patterns.len());
         // The embedded catalog's needs were worked out at build time; a user's new pattern
@@ -205,11 +204,11 @@ impl Matcher {
                 }
                 let _ = pattern.compiled.set(Some(re));
             }
-            needs.push(analysis.need);
-            anchoring.push(analysis.anchoring);
+            analyses.push(analysis);
             built.push(pattern);
         }
-        let prefilter = Prefilter::build(&needs, anchoring);
+        let prefilter = Prefilter::build(&analyses);
+        drop(analyses);
         let by_code_or_state = entries
             .iter()
             .enumerate()
