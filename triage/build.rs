@@ -11,8 +11,8 @@
 //! needed (a user file that changes an embedded entry's patterns).
 //!
 //! It also writes `needs.bin`: what each pattern of the catalog needs for the scan's literal
-//! prefilter (`src/catalog/need.rs`, included here, so the table is exactly what a load would
-//! work out). Parsing and walking about two thousand regexes was most of every start's time;
+//! prefilter, and the anchors the prefilter searches for (`src/catalog/need.rs`, included here,
+//! so the table is exactly what a load would work out). Parsing and walking about two thousand regexes was most of every start's time;
 //! a load now looks each pattern up, and analyzes only the patterns the table lacks (a user's).
 
 use std::ops::Range;
