@@ -24,9 +24,9 @@ use super::scan::{BuildError, Matcher};
 /// [`release_pages`] must drop the very pages the parse read.
 pub(crate) static BUILTIN_TOML: &str = include_str!(concat!(env!("OUT_DIR"), "/default.rules.toml"));
 
-/// What each pattern of the embedded catalog needs, and its anchors (`need::Table`), worked out by `build.rs`
-/// from the same code a load would run (`need.rs`): a start looks them up instead of parsing
-/// and walking about two thousand regexes, most of a load's time. A `static` for the same
+/// What each pattern of the embedded catalog needs, and its anchors (`need::Table`), worked
+/// out by `build.rs` from the same code a load would run (`need.rs`): a start looks them up
+/// instead of parsing and walking about two thousand regexes, most of a load's time. A `static` for the same
 /// reason as [`BUILTIN_TOML`]'s.
 pub(crate) static BUILTIN_NEEDS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/needs.bin"));
 
