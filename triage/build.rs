@@ -12,8 +12,9 @@
 //!
 //! It also writes `needs.bin`: what each pattern of the catalog needs for the scan's literal
 //! prefilter, and the anchors the prefilter searches for (`src/catalog/need.rs`, included here,
-//! so the table is exactly what a load would work out). Parsing and walking about two thousand regexes was most of every start's time;
-//! a load now looks each pattern up, and analyzes only the patterns the table lacks (a user's).
+//! so the table is exactly what a load would work out). Parsing and walking about two thousand
+//! regexes was most of every start's time; a load now looks each pattern up, and analyzes only
+//! the patterns the table lacks (a user's).
 
 use std::ops::Range;
 use std::path::Path;
@@ -39,7 +40,9 @@ mod need;
 #[path = "src/catalog/word_edges.rs"]
 mod word_edges;
 
-/// The library files this script runs.
+/// The library files this script runs: the `#[path]` modules above, whose attribute takes only a
+/// literal, so the list is written twice. Keep the two in step (a file missing here would not
+/// rebuild the table when it changes).
 const ANALYSIS_SOURCES: &[&str] = &[
     "src/catalog/common_grams.rs",
     "src/catalog/freq.rs",

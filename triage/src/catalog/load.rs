@@ -26,8 +26,8 @@ pub(crate) static BUILTIN_TOML: &str = include_str!(concat!(env!("OUT_DIR"), "/d
 
 /// What each pattern of the embedded catalog needs, and its anchors (`need::Table`), worked
 /// out by `build.rs` from the same code a load would run (`need.rs`): a start looks them up
-/// instead of parsing and walking about two thousand regexes, most of a load's time. A `static` for the same
-/// reason as [`BUILTIN_TOML`]'s.
+/// instead of parsing and walking about two thousand regexes, most of a load's time. A
+/// `static` for the same reason as [`BUILTIN_TOML`]'s.
 pub(crate) static BUILTIN_NEEDS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/needs.bin"));
 
 /// The embedded tables a load reads once.
