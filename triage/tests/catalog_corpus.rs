@@ -281,10 +281,10 @@ fn held_out_split_is_stable() {
     // shares and void the held-out score) fails here.
     assert!(!held_out("own-0001"));
     let (tune, held) = own_shares();
-    assert_eq!((tune.len(), held.len()), (8637, 3737), "own.jsonl changed: update the counts");
+    assert_eq!((tune.len(), held.len()), (8895, 3852), "own.jsonl changed: update the counts");
 }
 
-/// The floors: the figures measured last (own.jsonl: 12,374 cases, 8,637 tuning, 3,737 held
+/// The floors: the figures measured last (own.jsonl: 12,747 cases, 8,895 tuning, 3,852 held
 /// out), rounded down to 0.01. **The goal ([`GOAL`]: 0.99 / 0.98 / 0.90 / 0.80) is not met on
 /// the held-out share** (transient precision and coverage fall short; permanent precision and
 /// abstention meet it); the floors keep main green and catch regressions. Raise them as the
@@ -301,11 +301,14 @@ fn held_out_split_is_stable() {
 /// refused connection (its labelled cases are ambiguous about eight to one against retry) and a
 /// bare "out of memory" or ENOMEM (two to one). The coverage floors were lowered by 0.01 when
 /// 439 tails from scientific codes and HPC runtimes joined (their held-out part: 0.54 coverage),
-/// and the tuning share's abstention floor by 0.01 when 317 trap-heavy tails joined.
-/// Last measured: tuning 2062/2068, 3214/3219, 5287/6073, 2213/2564; held out 798/814,
-/// 1190/1199, 2013/2684, 880/1053.
+/// and the tuning share's abstention floor by 0.01 when 317 trap-heavy tails joined. The
+/// held-out transient precision and coverage floors went down 0.01 when 373 tails from physics
+/// computing, MPI runtimes, large-model stacks and credentials joined (their held-out part:
+/// three wrong retries in eleven, 0.69 coverage, before any entry).
+/// Last measured: tuning 2091/2096, 3336/3341, 5437/6247, 2283/2648; held out 806/824,
+/// 1235/1244, 2068/2759, 911/1093.
 const TUNING_FLOOR: [f64; 4] = [0.99, 0.99, 0.87, 0.86];
-const HELD_OUT_FLOOR: [f64; 4] = [0.98, 0.99, 0.75, 0.83];
+const HELD_OUT_FLOOR: [f64; 4] = [0.97, 0.99, 0.74, 0.83];
 
 #[test]
 fn builtin_catalog_scores_on_the_own_tuning_share() {
