@@ -52,10 +52,13 @@ static KILL: Lazy = Lazy::new(|| {
 /// (gunicorn's "was sent SIGKILL! Perhaps out of memory?" is printed for any SIGKILL), and a
 /// tool's note of its own configured limit ("Using 1 worker with 2048MB memory limit").
 /// Docker's "Memory limited without swap" is no evidence either: it warns of the kernel's
-/// swap accounting at every container start. Those tails are labelled ambiguous in the corpus.
+/// swap accounting at every container start. Spark on Kubernetes writes "(SIGKILL, possible
+/// container OOM)" after every executor exit 137, whatever killed it: a guess too (the pod's
+/// own termination reason, OOMKilled, is the evidence when it is shown). Those tails are
+/// labelled ambiguous in the corpus.
 static NOT_EVIDENCE: Lazy = Lazy::new(|| {
     re(
-        r"(?i)\bclosing signal\b|\b(?:CUDA|GPU|HIP|cudaMalloc|CUBLAS|cuDNN|device memory)\b|\bshared memory\b|/dev/shm\b|\bBus error\b|\bPerhaps out of memory\?|\bwith \d+ ?[KMG]i?B memory limit\b",
+        r"(?i)\bclosing signal\b|\b(?:CUDA|GPU|HIP|cudaMalloc|CUBLAS|cuDNN|device memory)\b|\bshared memory\b|/dev/shm\b|\bBus error\b|\bPerhaps out of memory\?|\bpossible container OOM\b|\bwith \d+ ?[KMG]i?B memory limit\b",
     )
 });
 
@@ -128,6 +131,19 @@ pub(super) static ANALYZER: Analyzer = Analyzer {
             text: "[2024-02-15 02:53:24 +0000] [1] [ERROR] Worker (pid:26) was sent SIGKILL! Perhaps out of memory?",
             exit_code: None,
             expect: None,
+        },
+        // Spark's guess after every executor exit 137 is no evidence either.
+        Example {
+            text: "The executor with id 32 exited with exit code 137 (SIGKILL, possible container OOM).\n\
+                   The API gave the following container statuses:\n    container state: terminated",
+            exit_code: None,
+            expect: None,
+        },
+        Example {
+            text: "The executor with id 7 exited with exit code 137 (SIGKILL, possible container OOM).\n\
+                   slurmstepd: error: Detected 1 oom-kill event in StepId=42.batch.",
+            exit_code: Some(137),
+            expect: Some(MEMORY),
         },
         Example {
             text: "Using 1 worker with 2048MB memory limit\nst Killed\nnpm ERR! errno 137",
