@@ -281,10 +281,10 @@ fn held_out_split_is_stable() {
     // shares and void the held-out score) fails here.
     assert!(!held_out("own-0001"));
     let (tune, held) = own_shares();
-    assert_eq!((tune.len(), held.len()), (9800, 4277), "own.jsonl changed: update the counts");
+    assert_eq!((tune.len(), held.len()), (10127, 4428), "own.jsonl changed: update the counts");
 }
 
-/// The floors: the figures measured last (own.jsonl: 14,077 cases, 9,800 tuning, 4,277 held
+/// The floors: the figures measured last (own.jsonl: 14,555 cases, 10,127 tuning, 4,428 held
 /// out), rounded down to 0.01. **The goal ([`GOAL`]: 0.99 / 0.98 / 0.90 / 0.80) is not met on
 /// the held-out share** (transient precision and coverage fall short; permanent precision and
 /// abstention meet it); the floors keep main green and catch regressions. Raise them as the
@@ -304,11 +304,14 @@ fn held_out_split_is_stable() {
 /// and the tuning share's abstention floor by 0.01 when 317 trap-heavy tails joined. The
 /// held-out transient precision and coverage floors went down 0.01 when 373 tails from physics
 /// computing, MPI runtimes, large-model stacks and credentials joined (their held-out part:
-/// three wrong retries in eleven, 0.69 coverage, before any entry).
-/// Last measured: tuning 2246/2251, 3686/3691, 5942/6822, 2562/2978; held out 865/882,
-/// 1376/1385, 2267/3032, 1034/1245.
-const TUNING_FLOOR: [f64; 4] = [0.99, 0.99, 0.87, 0.86];
-const HELD_OUT_FLOOR: [f64; 4] = [0.97, 0.99, 0.74, 0.83];
+/// three wrong retries in eleven, 0.69 coverage, before any entry). The held-out abstention
+/// and the tuning coverage floors went down 0.01 when 478 tails from imaging pipelines,
+/// geospatial tools, filesystems and job-script glue joined (their held-out part: 0.56
+/// coverage before any entry, 11 of 54 ambiguous cases with a verdict).
+/// Last measured: tuning 2286/2291, 3837/3843, 6134/7055, 2644/3072; held out 879/896,
+/// 1420/1429, 2325/3129, 1077/1299.
+const TUNING_FLOOR: [f64; 4] = [0.99, 0.99, 0.86, 0.86];
+const HELD_OUT_FLOOR: [f64; 4] = [0.97, 0.99, 0.74, 0.82];
 
 #[test]
 fn builtin_catalog_scores_on_the_own_tuning_share() {
