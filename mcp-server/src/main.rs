@@ -47,6 +47,7 @@ async fn run(args: args::Args) -> anyhow::Result<()> {
     tokio::task::spawn_blocking(move || {
         engine.warm_up();
         release_freed_memory();
+        release_start_up_code();
     });
     let server = server::TriageServer::new(state);
     match args.http {
@@ -91,6 +92,45 @@ fn limit_malloc_arenas() {
         // this program starts any thread, and a value glibc does not accept is refused.
         unsafe {
             libc::mallopt(libc::M_ARENA_MAX, arenas);
+        }
+    }
+}
+
+/// Drop the pages of machine code from the resident set once start-up is over. Parsing the
+/// arguments, the settings and the catalog, building the prefilter and compiling the first
+/// regexes run code no listing runs again, and the kernel maps a program's code in blocks of
+/// pages around each one touched (fault-around): after start-up most of the executable's and
+/// the C library's code stays resident for the life of the server, although a listing uses a
+/// fraction of it. Dropped, the pages a listing needs come back on first use, from the page
+/// cache (a page fault each, no disk read).
+///
+/// Only executable, private, file-backed mappings (`r-xp` with a path in `/proc/self/maps`)
+/// are dropped: their pages are never written (no text relocations in a Rust executable or in
+/// the system's libraries), so `MADV_DONTNEED` only unmaps them and the next read maps the same
+/// bytes again. Writable and read-only data mappings are left alone: the read-only ones
+/// include relocated data (RELRO), which dropping would turn back into the file's bytes.
+fn release_start_up_code() {
+    #[cfg(target_os = "linux")]
+    {
+        let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return };
+        for line in maps.lines() {
+            let mut fields = line.split_ascii_whitespace();
+            let (Some(range), Some("r-xp")) = (fields.next(), fields.next()) else { continue };
+            if !fields.nth(3).is_some_and(|path| path.starts_with('/')) {
+                continue;
+            }
+            let Some((start, end)) = range.split_once('-') else { continue };
+            let (Ok(start), Ok(end)) = (usize::from_str_radix(start, 16), usize::from_str_radix(end, 16)) else {
+                continue;
+            };
+            if end > start {
+                // SAFETY: the range is one whole mapping, page-aligned by the kernel, of
+                // executable code that is never written (see above); `MADV_DONTNEED` on it
+                // only unmaps its pages until their next use. An error leaves them resident.
+                unsafe {
+                    libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
+                }
+            }
         }
     }
 }
