@@ -42,6 +42,11 @@ impl Regex {
         self.0.is_match(text)
     }
 
+    /// Where the leftmost-first match in `text` starts, if there is one.
+    pub fn find_start(&self, text: &str) -> Option<usize> {
+        self.0.find(text).map(|m| m.start())
+    }
+
     /// The groups of the leftmost-first match in `text`, if any.
     pub fn captures<'h>(&self, text: &'h str) -> Option<Captures<'h>> {
         let mut slots = self.0.create_captures();

@@ -17,7 +17,10 @@
 //!   LSF's kill report (`TERM_RUNLIMIT: job killed after reaching LSF run time limit.`, or
 //!   `TERM_CPULIMIT`) comes before the job's own output (`The output (if any) follows:`), and
 //!   so does Nextflow's (`Process exceeded running time limit`, then `Command output:`), so
-//!   there the lines after the kill are searched too.
+//!   there the lines after the kill are searched too. A progress bar redrawn with `\r` and
+//!   never ended with a newline shares its line with the kill (`11/50 [1:55:19<...]slurmstepd:
+//!   error: *** JOB ... DUE TO TIME LIMIT ***`): a redraw there that has moved off its start
+//!   (`22%`, `11/50`, not `0%| | 0/1`) is progress.
 
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, outcome, re};
 use crate::model::{EntryClass, SchedulerState, Strategy, SuggestedAction};
@@ -93,12 +96,16 @@ static REPORT_FIRST: Lazy = Lazy::new(|| re(r"(?i)\bTERM_(?:RUN|CPU)LIMIT\b|\bex
 static PBS: Lazy = Lazy::new(|| re(r"(?i)\bjob killed: walltime \d+ exceeded limit (\d+)"));
 /// One line that shows progress by itself: `45%`, `3 of 10`.
 static PROGRESS_LINE: Lazy = Lazy::new(|| re(r"(?i)\b(?:\d{1,2}(?:\.\d+)?%|\d+ (?:of|/) \d+\b)"));
+/// A progress bar's redraw that has moved off its start (`22%`, `11/50`; not `0%|  | 0/1`).
+static BAR_MOVED: Lazy = Lazy::new(|| re(r"\b(?:[1-9]\d?(?:\.\d+)?%|[1-9]\d*/\d+\b)"));
 /// The scheduler's own lines (and the kill itself), which say nothing of the job's progress.
 static SCHEDULER: Lazy = Lazy::new(|| {
     re(
         r"(?i)^\s*(?:slurmstepd|srun|salloc|sbatch|=>> PBS|PBS|MOAB|job deleted|job killed|TERM_\w+:|Exited with exit code|# LSBATCH|Resource usage summary|The output \(if any\)|(?:CPU time|Max Memory|Average Memory|Total Requested Memory|Delta Memory|Max Swap|Max Processes|Max Threads|Run time|Turnaround time) *:)",
     )
 });
+/// Where the scheduler's kill message starts when the job's output shares its line.
+static KILL_START: Lazy = Lazy::new(|| re(r"slurmstepd(?:-[\w.-]+)?: |=>> PBS: "));
 static DONE: Lazy =
     Lazy::new(|| re(r"(?i)\b(?:steps \(100%\) done|completed successfully|all done|finished successfully)"));
 
@@ -151,10 +158,15 @@ fn analyze(input: &Input<'_>) -> Option<Finding> {
         return Some(Finding { outcome: outcome(OUTCOMES, LONGEST), line: k, confirmed_by });
     }
     let before = input.lines[k.saturating_sub(PROGRESS_WITHIN)..k].iter().copied();
+    // The job's own redraws (`\r`-separated) on the kill's line, before the kill message: a
+    // bar that moved off its start is progress.
+    let kill_line = input.lines[k];
+    let bar_moved =
+        kill_line[..KILL_START.find_start(kill_line).unwrap_or(0)].split('\r').any(|s| BAR_MOVED.is_match(s));
     let output_after = REPORT_FIRST
         .is_match(input.lines[k])
         .then(|| input.lines.iter().skip(k + 1).take(OUTPUT_AFTER_WITHIN).copied());
-    (!shows_progress(before.chain(output_after.into_iter().flatten()))).then(|| Finding {
+    (!bar_moved && !shows_progress(before.chain(output_after.into_iter().flatten()))).then(|| Finding {
         outcome: outcome(OUTCOMES, NO_PROGRESS),
         line: k,
         confirmed_by,
@@ -164,7 +176,7 @@ fn analyze(input: &Input<'_>) -> Option<Finding> {
 pub(super) static ANALYZER: Analyzer = Analyzer {
     triggers: TRIGGERS,
     outcomes: OUTCOMES,
-    regexes: &[&REPORT_FIRST, &PBS, &PROGRESS_LINE, &SCHEDULER, &DONE],
+    regexes: &[&REPORT_FIRST, &PBS, &PROGRESS_LINE, &BAR_MOVED, &SCHEDULER, &KILL_START, &DONE],
     analyze,
     examples: &[
         Example {
@@ -213,6 +225,26 @@ pub(super) static ANALYZER: Analyzer = Analyzer {
                    slurmstepd: error: *** STEP 551.0 ON gpu07 CANCELLED AT 2024-03-01T10:00:00 DUE TO TIME LIMIT ***",
             exit_code: None,
             expect: None,
+        },
+        // A progress bar redrawn with `\r` that the kill message continues on the same line.
+        Example {
+            text: " 18%|█▊        | 9/50 [1:34:21<7:09:26, 628.44s/it]\r 22%|██▏       | 11/50 [1:55:19<6:48:37, 628.66s/it]\
+                   slurmstepd: error: *** JOB 42189 ON node01 CANCELLED AT 2022-04-14T16:17:16 DUE TO TIME LIMIT ***",
+            exit_code: None,
+            expect: None,
+        },
+        // A bar still at its start when the kill came shows no progress.
+        Example {
+            text: "  0%|          | 0/1 [00:00<?, ?it/s]\
+                   slurmstepd: error: *** JOB 58593 ON node01 CANCELLED AT 2022-05-08T13:04:44 DUE TO TIME LIMIT ***",
+            exit_code: None,
+            expect: Some(NO_PROGRESS),
+        },
+        // The kill alone on its line (after a `\r`): nothing drawn before it.
+        Example {
+            text: "+ ./solve input.cfg\n\rslurmstepd-node01: error: *** JOB 7 ON node01 CANCELLED AT 2024-02-16T02:25:58 DUE TO TIME LIMIT ***",
+            exit_code: None,
+            expect: Some(NO_PROGRESS),
         },
         Example {
             text: "Current # sequences loaded and processed from file: 30000...\n\
