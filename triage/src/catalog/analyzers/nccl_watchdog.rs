@@ -17,12 +17,18 @@
 //!   checkpoint.
 //! - In between, or with no sequence number at all, nothing shows progress: the
 //!   `nccl-timeout` context entry decides (unknown).
+//! - Two ranks that hung on the same sequence number in different collectives (another
+//!   `OpType`, or another `NumelIn`: rank 0 in a 1-element all-reduce, rank 1 in a 2,958,336-
+//!   element one) are out of step: their programs took different paths (a rank-dependent
+//!   branch, a rank that skipped a step), which the same code and data repeat. Permanent,
+//!   whatever the sequence number.
 
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
 const SETUP: &str = "nccl-watchdog/first-collectives";
 const AFTER: &str = "nccl-watchdog/after-progress";
+const OUT_OF_STEP: &str = "nccl-watchdog/ranks-out-of-step";
 
 /// Below this sequence number a hang is a setup failure.
 const FIRST_COLLECTIVES: u64 = 10;
@@ -54,14 +60,46 @@ static OUTCOMES: &[Outcome] = &[
                likely a passing fault (a straggler rank, a network or link blip). Retry from the last \
                checkpoint; if it recurs at the same step, look for a rank that diverged.",
     },
+    Outcome {
+        id: OUT_OF_STEP,
+        class: EntryClass::Permanent,
+        category: "nccl",
+        action: SuggestedAction::Fail,
+        strategy: Strategy::Abort,
+        priority: 6,
+        hint: "Ranks hung on the same NCCL sequence number in different collectives (another operation \
+               or another tensor size): they ran different code paths, e.g. a rank-dependent branch, a \
+               rank that skipped or repeated a step, unequal numbers of batches per rank. The same code \
+               and data hang the same way; find where the ranks diverge (TORCH_DISTRIBUTED_DEBUG=DETAIL \
+               reports the mismatch).",
+    },
 ];
 
 static TRIGGERS: &[&str] = &[r"\bWorkNCCL\((?:\w+=[\w.]+, ){0,6}SeqNum=\d+", r"\blast completed NCCL work: -?\d+"];
+
+/// The fields of one watchdog report, up to `Timeout(ms)`: `WorkNCCL(SeqNum=5769, OpType=ALLREDUCE, NumelIn=1, ...`.
+static WORK: Lazy = Lazy::new(|| re(r"\bWorkNCCL\(([\w=., ]*)"));
+
+/// The `(SeqNum, OpType, NumelIn)` of a watchdog report, where it names all three.
+fn work_of(line: &str) -> Option<(&str, &str, &str)> {
+    let fields = WORK.captures(line)?.get(1)?.as_str();
+    let field =
+        |name: &str| fields.split(", ").find_map(|kv| kv.split_once('=').filter(|(k, _)| *k == name).map(|(_, v)| v));
+    Some((field("SeqNum")?, field("OpType")?, field("NumelIn")?))
+}
 
 static SEQ: Lazy =
     Lazy::new(|| re(r"\bWorkNCCL\((?:\w+=[\w.]+, ){0,6}SeqNum=(\d+)|\blast completed NCCL work: (-?\d+)"));
 
 fn analyze(input: &Input<'_>) -> Option<Finding> {
+    // Ranks out of step: the same sequence number in different collectives.
+    let works: Vec<(usize, (&str, &str, &str))> =
+        input.woken.iter().filter_map(|&i| Some((i, work_of(input.lines.get(i)?)?))).collect();
+    if let Some(&(line, _)) = works.iter().enumerate().find_map(|(a, (_, (seq, op, numel)))| {
+        works[a + 1..].iter().find(|(_, (s2, o2, n2))| s2 == seq && (o2 != op || n2 != numel))
+    }) {
+        return Some(Finding::text(OUTCOMES, OUT_OF_STEP, line));
+    }
     // The highest sequence number reached decides (ranks report slightly different ones).
     let (line, seq) = input
         .woken
@@ -86,7 +124,7 @@ fn analyze(input: &Input<'_>) -> Option<Finding> {
 pub(super) static ANALYZER: Analyzer = Analyzer {
     triggers: TRIGGERS,
     outcomes: OUTCOMES,
-    regexes: &[&SEQ],
+    regexes: &[&SEQ, &WORK],
     analyze,
     examples: &[
         Example {
@@ -117,6 +155,26 @@ pub(super) static ANALYZER: Analyzer = Analyzer {
             expect: Some(AFTER),
         },
         Example { text: "NCCL watchdog timeout after 1800 s", exit_code: None, expect: None },
+        // Two ranks in different collectives at the same sequence number: out of step.
+        Example {
+            text: "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: \
+                   WorkNCCL(SeqNum=5769, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for \
+                   600063 milliseconds before timing out.\n\
+                   [rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: \
+                   WorkNCCL(SeqNum=5769, OpType=ALLREDUCE, NumelIn=2958336, NumelOut=2958336, Timeout(ms)=600000) \
+                   ran for 600048 milliseconds before timing out.",
+            exit_code: None,
+            expect: Some(OUT_OF_STEP),
+        },
+        // The same collective on both ranks, one sequence number apart: progress, not a mismatch.
+        Example {
+            text: "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5769, OpType=ALLREDUCE, \
+                   NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) ran for 600063 milliseconds before timing out.\n\
+                   [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5768, OpType=BROADCAST, \
+                   NumelIn=7, NumelOut=7, Timeout(ms)=600000) ran for 600048 milliseconds before timing out.",
+            exit_code: None,
+            expect: Some(AFTER),
+        },
         Example {
             text: "[PG 1 Rank 0] Exception (either an error or timeout) detected by watchdog at work: 1580, \
                    last enqueued NCCL work: 1582, last completed NCCL work: 1579.",
