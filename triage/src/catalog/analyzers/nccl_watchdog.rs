@@ -17,11 +17,11 @@
 //!   checkpoint.
 //! - In between, or with no sequence number at all, nothing shows progress: the
 //!   `nccl-timeout` context entry decides (unknown).
-//! - Two ranks that hung on the same sequence number in different collectives (another
-//!   `OpType`, or another `NumelIn`: rank 0 in a 1-element all-reduce, rank 1 in a 2,958,336-
-//!   element one) are out of step: their programs took different paths (a rank-dependent
-//!   branch, a rank that skipped a step), which the same code and data repeat. Permanent,
-//!   whatever the sequence number.
+//! - Two ranks that hung on the same sequence number of one process group in different
+//!   collectives (another `OpType`, or another `NumelIn`: rank 0 in a 1-element all-reduce,
+//!   rank 1 in a 2,958,336-element one) are out of step: their programs took different paths
+//!   (a rank-dependent branch, a rank that skipped a step), which the same code and data
+//!   repeat. Permanent, whatever the sequence number.
 
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
@@ -80,23 +80,31 @@ static TRIGGERS: &[&str] = &[r"\bWorkNCCL\((?:\w+=[\w.]+, ){0,6}SeqNum=\d+", r"\
 /// The fields of one watchdog report, up to `Timeout(ms)`: `WorkNCCL(SeqNum=5769, OpType=ALLREDUCE, NumelIn=1, ...`.
 static WORK: Lazy = Lazy::new(|| re(r"\bWorkNCCL\(([\w=., ]*)"));
 
-/// The `(SeqNum, OpType, NumelIn)` of a watchdog report, where it names all three.
-fn work_of(line: &str) -> Option<(&str, &str, &str)> {
+/// The process group a report names (`[PG 1 Rank 0]`, `[PG ID 1 PG GUID ...]`): each group
+/// numbers its collectives on its own, so only reports of one group are compared.
+static PG: Lazy = Lazy::new(|| re(r"\[PG (?:ID )?(\d+)"));
+
+/// One watchdog report: its process group (if named) and its `(SeqNum, OpType, NumelIn)`, where
+/// it names all three.
+type Work<'a> = (Option<&'a str>, (&'a str, &'a str, &'a str));
+
+fn work_of(line: &str) -> Option<Work<'_>> {
     let fields = WORK.captures(line)?.get(1)?.as_str();
     let field =
         |name: &str| fields.split(", ").find_map(|kv| kv.split_once('=').filter(|(k, _)| *k == name).map(|(_, v)| v));
-    Some((field("SeqNum")?, field("OpType")?, field("NumelIn")?))
+    let pg = PG.captures(line).and_then(|c| c.get(1)).map(|g| g.as_str());
+    Some((pg, (field("SeqNum")?, field("OpType")?, field("NumelIn")?)))
 }
 
 static SEQ: Lazy =
     Lazy::new(|| re(r"\bWorkNCCL\((?:\w+=[\w.]+, ){0,6}SeqNum=(\d+)|\blast completed NCCL work: (-?\d+)"));
 
 fn analyze(input: &Input<'_>) -> Option<Finding> {
-    // Ranks out of step: the same sequence number in different collectives.
-    let works: Vec<(usize, (&str, &str, &str))> =
+    // Ranks out of step: the same sequence number of one process group in different collectives.
+    let works: Vec<(usize, Work<'_>)> =
         input.woken.iter().filter_map(|&i| Some((i, work_of(input.lines.get(i)?)?))).collect();
-    if let Some(&(line, _)) = works.iter().enumerate().find_map(|(a, (_, (seq, op, numel)))| {
-        works[a + 1..].iter().find(|(_, (s2, o2, n2))| s2 == seq && (o2 != op || n2 != numel))
+    if let Some(&(line, _)) = works.iter().enumerate().find_map(|(a, (_, (pg, (seq, op, numel))))| {
+        works[a + 1..].iter().find(|(_, (pg2, (s2, o2, n2)))| pg2 == pg && s2 == seq && (o2 != op || n2 != numel))
     }) {
         return Some(Finding::text(OUTCOMES, OUT_OF_STEP, line));
     }
@@ -124,7 +132,7 @@ fn analyze(input: &Input<'_>) -> Option<Finding> {
 pub(super) static ANALYZER: Analyzer = Analyzer {
     triggers: TRIGGERS,
     outcomes: OUTCOMES,
-    regexes: &[&SEQ, &WORK],
+    regexes: &[&SEQ, &WORK, &PG],
     analyze,
     examples: &[
         Example {
@@ -165,6 +173,17 @@ pub(super) static ANALYZER: Analyzer = Analyzer {
                    ran for 600048 milliseconds before timing out.",
             exit_code: None,
             expect: Some(OUT_OF_STEP),
+        },
+        // Two process groups number their collectives each on its own: not a mismatch.
+        Example {
+            text: "[PG 0 Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5769, \
+                   OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600063 milliseconds before \
+                   timing out.\n\
+                   [PG 1 Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5769, \
+                   OpType=BROADCAST, NumelIn=4096, NumelOut=4096, Timeout(ms)=600000) ran for 600050 milliseconds \
+                   before timing out.",
+            exit_code: None,
+            expect: Some(AFTER),
         },
         // The same collective on both ranks, one sequence number apart: progress, not a mismatch.
         Example {
