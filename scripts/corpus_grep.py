@@ -13,13 +13,7 @@ import argparse, collections, json, os, re
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, 'fixtures', 'corpus')
 
-
-def held_out(case_id):
-    h = 0xcbf29ce484222325
-    for b in case_id.encode():
-        h ^= b
-        h = (h * 0x100000001b3) & 0xffffffffffffffff
-    return h % 100 < 30
+from corpus_share import held_out
 
 
 ap = argparse.ArgumentParser()

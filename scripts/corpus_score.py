@@ -16,11 +16,7 @@ ap.add_argument('--bin'); ap.add_argument('--ids'); ap.add_argument('--share', d
 ap.add_argument('--show', action='store_true'); ap.add_argument('--verbose', action='store_true')
 ap.add_argument('file', nargs='?', default=os.path.join(ROOT, 'fixtures/corpus/own.jsonl'))
 a = ap.parse_args()
-def held(i):
-    h = 0xcbf29ce484222325
-    for b in i.encode():
-        h ^= b; h = (h * 0x100000001b3) & 0xffffffffffffffff
-    return h % 100 < 30
+from corpus_share import held_out as held
 rows = [json.loads(l) for l in open(a.file) if l.strip()]
 if a.ids:
     # By number, not as strings: own-10000 sorts before own-2200 as text.

@@ -84,41 +84,49 @@ static WORK: Lazy = Lazy::new(|| re(r"\bWorkNCCL\(([\w=., ]*)"));
 /// numbers its collectives on its own, so only reports of one group are compared.
 static PG: Lazy = Lazy::new(|| re(r"\[PG (?:ID )?(\d+)"));
 
-/// One watchdog report: its process group (if named) and its `(SeqNum, OpType, NumelIn)`, where
-/// it names all three.
-type Work<'a> = (Option<&'a str>, (&'a str, &'a str, &'a str));
+/// How far the process group got, in newer reports: `last completed NCCL work: 1579` (-1: none).
+static LAST: Lazy = Lazy::new(|| re(r"\blast completed NCCL work: (-?\d+)"));
 
-fn work_of(line: &str) -> Option<Work<'_>> {
-    let fields = WORK.captures(line)?.get(1)?.as_str();
-    let field =
-        |name: &str| fields.split(", ").find_map(|kv| kv.split_once('=').filter(|(k, _)| *k == name).map(|(_, v)| v));
-    let pg = PG.captures(line).and_then(|c| c.get(1)).map(|g| g.as_str());
-    Some((pg, (field("SeqNum")?, field("OpType")?, field("NumelIn")?)))
+/// One collective of a watchdog report: its process group (if named) and its
+/// `(SeqNum, OpType, NumelIn)`.
+type Step<'a> = (Option<&'a str>, (&'a str, &'a str, &'a str));
+
+/// What one woken line reports, read in one pass: the sequence number it reached and, where the
+/// line names all three fields, the collective that hung.
+struct Report<'a> {
+    seq: u64,
+    step: Option<Step<'a>>,
 }
 
-static SEQ: Lazy =
-    Lazy::new(|| re(r"\bWorkNCCL\((?:\w+=[\w.]+, ){0,6}SeqNum=(\d+)|\blast completed NCCL work: (-?\d+)"));
+fn report_of(line: &str) -> Option<Report<'_>> {
+    if let Some(fields) = WORK.captures(line).and_then(|c| c.get(1)) {
+        let fields = fields.as_str();
+        let field = |name: &str| {
+            fields.split(", ").find_map(|kv| kv.split_once('=').filter(|(k, _)| *k == name).map(|(_, v)| v))
+        };
+        if let Some((seq_text, seq)) = field("SeqNum").and_then(|v| Some((v, v.parse::<u64>().ok()?))) {
+            let pg = PG.captures(line).and_then(|c| c.get(1)).map(|g| g.as_str());
+            let step = field("OpType").zip(field("NumelIn")).map(|(op, numel)| (pg, (seq_text, op, numel)));
+            return Some(Report { seq, step });
+        }
+    }
+    // "last completed: -1" is no collective at all; SeqNum counts from 1 (or 0).
+    let n = LAST.captures(line)?.get(1)?.as_str().parse::<i64>().ok()?;
+    Some(Report { seq: u64::try_from(n.max(0)).ok()?, step: None })
+}
 
 fn analyze(input: &Input<'_>) -> Option<Finding> {
+    let reports: Vec<(usize, Report<'_>)> =
+        input.woken.iter().filter_map(|&i| Some((i, report_of(input.lines.get(i)?)?))).collect();
     // Ranks out of step: the same sequence number of one process group in different collectives.
-    let works: Vec<(usize, Work<'_>)> =
-        input.woken.iter().filter_map(|&i| Some((i, work_of(input.lines.get(i)?)?))).collect();
-    if let Some(&(line, _)) = works.iter().enumerate().find_map(|(a, (_, (pg, (seq, op, numel))))| {
-        works[a + 1..].iter().find(|(_, (pg2, (s2, o2, n2)))| pg2 == pg && s2 == seq && (o2 != op || n2 != numel))
+    let steps: Vec<(usize, Step<'_>)> = reports.iter().filter_map(|(i, r)| Some((*i, r.step?))).collect();
+    if let Some(&(line, _)) = steps.iter().enumerate().find_map(|(a, (_, (pg, (seq, op, numel))))| {
+        steps[a + 1..].iter().find(|(_, (pg2, (s2, o2, n2)))| pg2 == pg && s2 == seq && (o2 != op || n2 != numel))
     }) {
         return Some(Finding::text(OUTCOMES, OUT_OF_STEP, line));
     }
     // The highest sequence number reached decides (ranks report slightly different ones).
-    let (line, seq) = input
-        .woken
-        .iter()
-        .filter_map(|&i| {
-            let c = SEQ.captures(input.lines.get(i)?)?;
-            let n = c.get(1).or_else(|| c.get(2))?.as_str().parse::<i64>().ok()?;
-            // "last completed: -1" is no collective at all; SeqNum counts from 1 (or 0).
-            Some((i, u64::try_from(n.max(0)).ok()?))
-        })
-        .max_by_key(|&(i, n)| (n, i))?;
+    let &(line, Report { seq, .. }) = reports.iter().max_by_key(|(i, r)| (r.seq, *i))?;
     let id = if seq < FIRST_COLLECTIVES {
         SETUP
     } else if seq >= PROGRESS {
@@ -132,7 +140,7 @@ fn analyze(input: &Input<'_>) -> Option<Finding> {
 pub(super) static ANALYZER: Analyzer = Analyzer {
     triggers: TRIGGERS,
     outcomes: OUTCOMES,
-    regexes: &[&SEQ, &WORK, &PG],
+    regexes: &[&WORK, &LAST, &PG],
     analyze,
     examples: &[
         Example {
