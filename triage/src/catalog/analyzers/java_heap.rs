@@ -50,7 +50,12 @@ static OUTCOMES: &[Outcome] = &[
     },
 ];
 
-static TRIGGERS: &[&str] = &[r"\bOutOfMemoryError: (?:Java heap space|GC overhead limit exceeded)"];
+/// The JVM's own report, and the short forms tools print for it: Hadoop's task diagnostics
+/// (`Error: Java heap space`), Maven (`[ERROR] Java heap space -> [Help 1]`), a line alone.
+static TRIGGERS: &[&str] = &[
+    r"\bOutOfMemoryError: (?:Java heap space|GC overhead limit exceeded)",
+    r"(?:\bError: |\[ERROR\] |^\s*)Java heap space\b",
+];
 
 static HEAP_FLAG: Lazy = Lazy::new(|| {
     re(
@@ -112,5 +117,13 @@ pub(super) static ANALYZER: Analyzer = Analyzer {
             expect: None,
         },
         Example { text: "Error: -Xmx512m is set", exit_code: None, expect: None },
+        // Hadoop's task diagnostics say it in short.
+        Example {
+            text: "15/01/28 19:56:57 INFO mapreduce.Job: Task Id : attempt_1422488445419_0003_m_000001_0, Status : FAILED\n\
+                   Error: Java heap space",
+            exit_code: None,
+            expect: Some(SIZED),
+        },
+        Example { text: "Tuning the Java heap space of the workers", exit_code: None, expect: None },
     ],
 };
