@@ -26,19 +26,41 @@ static OUTCOMES: &[Outcome] = &[Outcome {
 }];
 
 /// Bits of [`TRIGGERS`] in [`Input::triggered`](super::Input): the kill's four, then the
-/// memory evidence's one.
+/// memory evidence's two.
 const KILL_TRIGGERS: u32 = 0b1111;
-const MEMORY_TRIGGER: u32 = 1 << 4;
+const MEMORY_TRIGGERS: u32 = 0b11 << 4;
+/// The first kill trigger, `Killed` as a word: its line counts only where [`shell_killed`]
+/// holds.
+const KILLED_WORD: u32 = 1;
 
+/// Each trigger is written so that the scan runs its regex only where one of its literals
+/// starts a match, or not at all (sets of words): the memory evidence is two sets of words,
+/// not one alternation whose matches may start before its literals (nor a bare `exceed`, which
+/// every "exceeds clip value" warning would make a candidate), and the shell's `Killed` is
+/// matched as a word, its neighbours checked by [`shell_killed`].
 static TRIGGERS: &[&str] = &[
     // The kill.
-    r"(?:^|[\s:])Killed(?:\s*$|\s+\S)",
+    r"\bKilled(?:\s*$|\s+\S)",
     r"(?i)\bsignal 9\b|\bSIGKILL\b",
     r"(?i)\bexit ?code:? -9\b",
     r"(?i)\b(?:exit(?:ed with)? (?:code|status)|non-zero exit status|returned a non-zero code:?)\s*:?\s*\(?137\b",
     // The memory evidence.
-    r"(?i)\b(?:out of memory|oom|memory limit|memory cgroup|Cannot allocate memory|MemoryError|exceed\w* (?:its |the )?memory|low on memory|insufficient memory)\b",
+    r"(?i)\b(?:out of memory|oom|memory limit|memory cgroup|Cannot allocate memory|MemoryError|low on memory|insufficient memory)\b",
+    r"(?i)\bexceed(?:s|ed|ing)? (?:its |the )?memory\b",
 ];
+
+/// Whether `line` has the shell's `Killed` (case as written): at the line's start or after a
+/// space or a colon, and at its end or before a space (`bash: line 1: 1234 Killed  python
+/// train.py`, `/bin/sh: Killed`), not inside a longer word or after other punctuation.
+fn shell_killed(line: &str) -> bool {
+    let bytes = line.as_bytes();
+    let space = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r');
+    memchr::memmem::find_iter(bytes, b"Killed").any(|at| {
+        let before = at.checked_sub(1).and_then(|i| bytes.get(i)).is_none_or(|&b| space(b) || b == b':');
+        let after = bytes.get(at + 6).is_none_or(|&b| space(b));
+        before && after
+    })
+}
 
 static KILL: Lazy = Lazy::new(|| {
     re(
@@ -82,7 +104,8 @@ fn analyze(input: &Input<'_>) -> Option<Finding> {
         if l.contains("Killed process") {
             KILL.is_match(&l.replace("Killed process", ""))
         } else {
-            t & KILL_TRIGGERS != 0 || (says_killed(l) && KILL.is_match(l))
+            let other_kill = t & KILL_TRIGGERS & !KILLED_WORD != 0;
+            other_kill || (t & KILLED_WORD != 0 && shell_killed(l)) || (says_killed(l) && KILL.is_match(l))
         }
     };
     let kill_line =
@@ -92,8 +115,8 @@ fn analyze(input: &Input<'_>) -> Option<Finding> {
         return None;
     }
     let oom_state = input.ctx.scheduler_state == Some(SchedulerState::OutOfMemory);
-    // The memory trigger (the last of `TRIGGERS`) is the memory evidence: the lines it woke.
-    let memory_line = input.woken_by(MEMORY_TRIGGER).rev().find(evidence);
+    // The memory triggers (the last two of `TRIGGERS`) are the memory evidence: the lines they woke.
+    let memory_line = input.woken_by(MEMORY_TRIGGERS).rev().find(evidence);
     if memory_line.is_none() && !oom_state {
         return None;
     }
@@ -112,6 +135,19 @@ pub(super) static ANALYZER: Analyzer = Analyzer {
     regexes: &[&KILL, &NOT_EVIDENCE],
     analyze,
     examples: &[
+        // Memory evidence worded as exceeding the memory: the kill's memory.
+        Example {
+            text: "bash: line 1: 4242 Killed                  python train.py\n\
+                   WARNING: the step exceeded its memory request",
+            exit_code: None,
+            expect: Some(MEMORY),
+        },
+        // `Killed` inside a hyphenated word is not the shell's report of a kill.
+        Example {
+            text: "cgroup memory limit reached\nwatchdog: worker-3 auto-Killed by supervisor",
+            exit_code: None,
+            expect: None,
+        },
         // Shared memory is not the job's memory request, and a bus error is not a SIGKILL.
         Example {
             text: "RuntimeError: DataLoader worker (pid 3216) is killed by signal: Bus error. It is possible \
