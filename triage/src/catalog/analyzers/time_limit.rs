@@ -163,9 +163,8 @@ fn analyze(input: &Input<'_>) -> Option<Finding> {
     let kill_line = input.lines[k];
     let bar_moved =
         kill_line[..KILL_START.find_start(kill_line).unwrap_or(0)].split('\r').any(|s| BAR_MOVED.is_match(s));
-    let output_after = REPORT_FIRST
-        .is_match(input.lines[k])
-        .then(|| input.lines.iter().skip(k + 1).take(OUTPUT_AFTER_WITHIN).copied());
+    let output_after =
+        REPORT_FIRST.is_match(kill_line).then(|| input.lines.iter().skip(k + 1).take(OUTPUT_AFTER_WITHIN).copied());
     (!bar_moved && !shows_progress(before.chain(output_after.into_iter().flatten()))).then(|| Finding {
         outcome: outcome(OUTCOMES, NO_PROGRESS),
         line: k,
