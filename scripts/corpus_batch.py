@@ -13,6 +13,8 @@ id, and the consistency pass's changes (`{"id", "old", "new", "reason"}`; `new` 
 `fixtures/corpus/GATHERING.md` for how a batch is gathered and settled."""
 import argparse, collections, json, os, re, sys
 
+from corpus_share import case_number
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, 'fixtures', 'corpus')
 FIELDS = ['id', 'exit_code', 'stderr_tail', 'label', 'category', 'why', 'source']
@@ -20,10 +22,6 @@ FIELDS = ['id', 'exit_code', 'stderr_tail', 'label', 'category', 'why', 'source'
 
 def load(path):
     return [json.loads(l) for l in open(path, encoding='utf-8') if l.strip()]
-
-
-def number(case_id):
-    return int(case_id.split('-')[1])
 
 
 def check(paths):
@@ -72,12 +70,12 @@ def check(paths):
 
 
 def append(paths, change_paths):
-    rows = sorted((c for p in paths for c in load(p)), key=lambda c: number(c['id']))
+    rows = sorted((c for p in paths for c in load(p)), key=lambda c: case_number(c['id']))
     with open(os.path.join(CORPUS, 'own.jsonl'), 'a', encoding='utf-8') as out:
         for c in rows:
             out.write(json.dumps({k: c[k] for k in FIELDS}, ensure_ascii=False) + '\n')
     changes = [c for p in change_paths for c in load(p) if c['old'] != c['new']]
-    changes.sort(key=lambda c: number(c['id']))
+    changes.sort(key=lambda c: case_number(c['id']))
     with open(os.path.join(CORPUS, 'relabels.jsonl'), 'a', encoding='utf-8') as out:
         for c in changes:
             out.write(json.dumps({k: c[k] for k in ('id', 'old', 'new', 'reason')}, ensure_ascii=False) + '\n')

@@ -16,12 +16,11 @@ ap.add_argument('--bin'); ap.add_argument('--ids'); ap.add_argument('--share', d
 ap.add_argument('--show', action='store_true'); ap.add_argument('--verbose', action='store_true')
 ap.add_argument('file', nargs='?', default=os.path.join(ROOT, 'fixtures/corpus/own.jsonl'))
 a = ap.parse_args()
-from corpus_share import held_out as held
+from corpus_share import case_number, held_out as held
 rows = [json.loads(l) for l in open(a.file) if l.strip()]
 if a.ids:
-    # By number, not as strings: own-10000 sorts before own-2200 as text.
-    num = lambda i: int(i.rsplit('-', 1)[-1]) if i.rsplit('-', 1)[-1].isdigit() else -1
-    lo, hi = (num(x) for x in a.ids.split(':')); rows = [r for r in rows if lo <= num(r['id']) <= hi]
+    lo, hi = (case_number(x) for x in a.ids.split(':'))
+    rows = [r for r in rows if lo <= case_number(r['id']) <= hi]
 if a.share == 'tune': rows = [r for r in rows if not held(r['id'])]
 if a.share == 'held': rows = [r for r in rows if held(r['id'])]
 if (a.show or a.verbose) and any(held(r['id']) for r in rows) and 'own' in a.file:
