@@ -5,8 +5,9 @@
     python3 scripts/corpus_batch.py append SETTLED.jsonl... [--changes CHANGES.jsonl...]
 
 `check` reports, per batch file: label counts, lines that do not parse, missing or extra fields,
-labels other than retry/fail/ambiguous, ids not of the form own-NNNNN or already used, and texts
-(compared with whitespace and case folded) or sources already in `own.jsonl` / `dev.jsonl` or in
+labels other than retry/fail/ambiguous, ids not of the form own-NNNNN or already used, lone
+surrogate escapes (which the Rust test cannot load), and texts (compared with whitespace and case
+folded) or sources already in `own.jsonl` / `dev.jsonl` or in
 another of the given batches. `append` adds the cases to `fixtures/corpus/own.jsonl` sorted by
 id, and the consistency pass's changes (`{"id", "old", "new", "reason"}`; `new` may be
 "dropped") to `fixtures/corpus/relabels.jsonl`, skipping those that change nothing. See
@@ -57,6 +58,10 @@ def check(paths):
             t = fold(r.get('stderr_tail', ''))
             if not t:
                 issues.append('empty tail')
+            if any(isinstance(v, str) and re.search('[\ud800-\udfff]', v) for v in r.values()):
+                # A lone surrogate (a `\udcXX` escape of a byte that was not UTF-8) is valid
+                # JSON to Python but not to serde_json: the corpus test could not load the file.
+                issues.append('lone surrogate escape: replace it with U+FFFD')
             if t in texts or t in seen_texts:
                 issues.append(f'text already in {texts.get(t) or seen_texts.get(t)}')
             src = r.get('source', '').split('#')[0].rstrip('/')

@@ -9,8 +9,9 @@
 //! - The job alone fills the device: PyTorch's newer message says how much memory *this
 //!   process* has in use, names no other process, that use is nearly all of the memory in use
 //!   ([`OWN_SHARE`]), the device is nearly full, and the memory PyTorch holds idle (reserved
-//!   but unallocated) is smaller than the request. Then no other job is sharing the GPU and it
-//!   is not fragmentation: the job does not fit this GPU, and a rerun grows the same way.
+//!   but unallocated) is smaller than the request or a small share of the process's memory
+//!   ([`IDLE_SHARE`]). Then no other job is sharing the GPU and it is not fragmentation: the
+//!   job does not fit this GPU, and a rerun grows the same way.
 //!   Permanent. Without the per-process figure (older messages) another process may have held
 //!   the rest, and the `cuda-out-of-memory` entry's unknown stands.
 //! - An allocation smaller than what was reported free failed on fragmentation or a
@@ -30,6 +31,10 @@ const OWN_FILL: &str = "cuda-oom/own-tensors-fill-gpu";
 /// of the capacity that must be in use.
 const OWN_SHARE: f64 = 0.95;
 const FULL_SHARE: f64 = 0.90;
+/// For [`OWN_FILL`]: idle memory below this share of the process's is not fragmentation worth
+/// a rerun (a few hundred MiB of a filled card; where fragmentation is the cause, PyTorch holds a
+/// quarter or more of its memory idle).
+const IDLE_SHARE: f64 = 0.10;
 
 static OUTCOMES: &[Outcome] = &[
     Outcome {
@@ -97,7 +102,7 @@ fn fills_alone(near: &[&str], total: f64, free: f64, request: f64) -> bool {
     !near.iter().any(|l| OTHER_PROCESS.is_match(l))
         && used >= FULL_SHARE * total
         && own >= OWN_SHARE * used
-        && idle < request
+        && (idle < request || idle < IDLE_SHARE * own)
 }
 
 fn analyze(input: &Input<'_>) -> Option<Finding> {
@@ -147,6 +152,24 @@ pub(super) static ANALYZER: Analyzer = Analyzer {
                    30.40 MiB is reserved by PyTorch but unallocated.",
             exit_code: Some(1),
             expect: Some(OWN_FILL),
+        },
+        // Idle memory larger than the request, but a small share of the process's.
+        Example {
+            text: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 392.00 MiB. GPU 0 has a total \
+                   capacity of 10.57 GiB of which 38.19 MiB is free. Including non-PyTorch memory, this process \
+                   has 10.53 GiB memory in use. Of the allocated memory 9.82 GiB is allocated by PyTorch, and \
+                   538.49 MiB is reserved by PyTorch but unallocated.",
+            exit_code: Some(1),
+            expect: Some(OWN_FILL),
+        },
+        // A quarter of the process's memory idle: fragmentation may be the cause.
+        Example {
+            text: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB. GPU 0 has a total \
+                   capacity of 23.65 GiB of which 1.66 GiB is free. Including non-PyTorch memory, this process \
+                   has 20.81 GiB memory in use. Of the allocated memory 12.09 GiB is allocated by PyTorch, and \
+                   4.84 GiB is reserved by PyTorch but unallocated.",
+            exit_code: Some(1),
+            expect: None,
         },
         // Another process holds part of the GPU: it may be gone next time.
         Example {
