@@ -7,10 +7,10 @@
 `check` reports, per batch file: label counts, lines that do not parse, missing or extra fields,
 labels other than retry/fail/ambiguous, ids not of the form own-NNNNN or already used, lone
 surrogate escapes (which the Rust test cannot load), and texts (compared with whitespace and case
-folded) or sources already in `own.jsonl` / `dev.jsonl` or in
-another of the given batches. `append` adds the cases to `fixtures/corpus/own.jsonl` sorted by
-id, and the consistency pass's changes (`{"id", "old", "new", "reason"}`; `new` may be
-"dropped") to `fixtures/corpus/relabels.jsonl`, skipping those that change nothing. See
+folded) or sources already in `own.jsonl` / `dev.jsonl` or in another of the given batches.
+`append` adds the cases to `fixtures/corpus/own.jsonl` sorted by id, and the consistency pass's
+changes (`{"id", "old", "new", "reason"}`; `new` may be "dropped") to
+`fixtures/corpus/relabels.jsonl`, skipping those that change nothing. See
 `fixtures/corpus/GATHERING.md` for how a batch is gathered and settled."""
 import argparse, collections, json, os, re, sys
 
