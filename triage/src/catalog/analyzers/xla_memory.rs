@@ -11,6 +11,14 @@
 //!   memory does not fit, whatever the layout; a TPU core belongs to one job, so the rest is
 //!   the job's own. Permanent. A request that fits the free memory but not the reservable
 //!   part is fragmentation: no finding (the `cuda-out-of-memory` entry's context decides).
+//! - `Allocation (size=107374182400) would exceed memory (size=17179869184)`: one buffer larger
+//!   than the device's whole memory (in bytes). Permanent; one that would fit is not decided here.
+//! - `TPU TensorCore Hbm usage: 34.82G, SparseCore Hbm usage 174.10G, exceeding available
+//!   bytes: 95.74G`: the compiler's budget, its usages summed against what is available.
+//!   Permanent when the sum is larger.
+//!
+//! All of them wear gRPC's `RESOURCE_EXHAUSTED`, which elsewhere means a rate limit or a quota:
+//! the numbers, not the code, say which.
 
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, bytes, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
@@ -32,11 +40,18 @@ static OUTCOMES: &[Outcome] = &[Outcome {
 
 const SPACE_RE: &str = r"(?i)\bRan out of memory in memory space \w+\. Used (\d+(?:\.\d+)?)([KMGT]?)i?B? of (\d+(?:\.\d+)?)([KMGT]?)i?B?\b";
 const RESERVE_RE: &str = r"(?i)\bAttempting to reserve (\d+(?:\.\d+)?)([KMGT]?)i?B? at the bottom of memory\. That was not possible\. There are (\d+(?:\.\d+)?)([KMGT]?)i?B? free\b";
+const ALLOCATION_RE: &str = r"\bAllocation \(size=(\d+)()\) would exceed memory \(size=(\d+)()\)";
+const BUDGET_RE: &str = r"(?i)\b(Hbm usage:? (?u:.)*)\bexceeding available bytes: (\d+(?:\.\d+)?)([KMGT]?)i?B?";
+/// One usage of a budget line (`Hbm usage: 34.82G`, `SparseCore Hbm usage 174.10G`).
+const USAGE_RE: &str = r"(?i)\busage:? (\d+(?:\.\d+)?)([KMGT]?)i?B?\b";
 
-static TRIGGERS: &[&str] = &[SPACE_RE, RESERVE_RE];
+static TRIGGERS: &[&str] = &[SPACE_RE, RESERVE_RE, ALLOCATION_RE, BUDGET_RE];
 
 static SPACE: Lazy = Lazy::new(|| re(SPACE_RE));
 static RESERVE: Lazy = Lazy::new(|| re(RESERVE_RE));
+static ALLOCATION: Lazy = Lazy::new(|| re(ALLOCATION_RE));
+static BUDGET: Lazy = Lazy::new(|| re(BUDGET_RE));
+static USAGE: Lazy = Lazy::new(|| re(USAGE_RE));
 
 /// The two sizes `regex` reads from `line` (needed, available), in bytes.
 fn sizes(regex: &Lazy, line: &str) -> Option<(f64, f64)> {
@@ -45,9 +60,24 @@ fn sizes(regex: &Lazy, line: &str) -> Option<(f64, f64)> {
     Some((size(1, 2)?, size(3, 4)?))
 }
 
+/// A budget line's usages, summed, and what it says is available, in bytes.
+fn budget(line: &str) -> Option<(f64, f64)> {
+    let c = BUDGET.captures(line)?;
+    let available = bytes(c.get(2)?.as_str(), c.get(3).map_or("", |g| g.as_str()))?;
+    let mut needed = 0.0;
+    for u in USAGE.captures_iter(c.get(1)?.as_str()) {
+        needed += bytes(u.get(1)?.as_str(), u.get(2).map_or("", |g| g.as_str()))?;
+    }
+    Some((needed, available))
+}
+
 fn analyze(input: &Input<'_>) -> Option<Finding> {
     input.woken.iter().rev().find_map(|&i| {
-        let (needed, available) = sizes(&SPACE, input.line(i)).or_else(|| sizes(&RESERVE, input.line(i)))?;
+        let line = input.line(i);
+        let (needed, available) = sizes(&SPACE, line)
+            .or_else(|| sizes(&RESERVE, line))
+            .or_else(|| sizes(&ALLOCATION, line))
+            .or_else(|| budget(line))?;
         (needed > available).then(|| Finding::text(OUTCOMES, TOO_LARGE, i))
     })
 }
@@ -55,7 +85,7 @@ fn analyze(input: &Input<'_>) -> Option<Finding> {
 pub(super) static ANALYZER: Analyzer = Analyzer {
     triggers: TRIGGERS,
     outcomes: OUTCOMES,
-    regexes: &[&SPACE, &RESERVE],
+    regexes: &[&SPACE, &RESERVE, &ALLOCATION, &BUDGET, &USAGE],
     analyze,
     examples: &[
         Example {
@@ -80,6 +110,30 @@ pub(super) static ANALYZER: Analyzer = Analyzer {
         Example {
             text: "RESOURCE_EXHAUSTED: Attempting to reserve 6.48G at the bottom of memory. That was not possible. \
                    There are 6.78G free, 0B reserved, and 3.33G reservable.",
+            exit_code: None,
+            expect: None,
+        },
+        Example {
+            text: "XlaRuntimeError: RESOURCE_EXHAUSTED: Allocation (size=107374182400) would exceed memory \
+                   (size=17179869184) :: #allocation7 [shape = 'u8[327680,327680]{1,0}', space=hbm]",
+            exit_code: Some(1),
+            expect: Some(TOO_LARGE),
+        },
+        // One buffer that would fit the device: occupancy or fragmentation, not decided here.
+        Example {
+            text: "XlaRuntimeError: RESOURCE_EXHAUSTED: Allocation (size=1073741824) would exceed memory (size=17179869184)",
+            exit_code: Some(1),
+            expect: None,
+        },
+        Example {
+            text: "RESOURCE_EXHAUSTED: TPU TensorCore Hbm usage: 34.82G, SparseCore Hbm usage 174.10G, exceeding \
+                   available bytes: 95.74G",
+            exit_code: None,
+            expect: Some(TOO_LARGE),
+        },
+        Example {
+            text: "RESOURCE_EXHAUSTED: TPU TensorCore Hbm usage: 34.82G, SparseCore Hbm usage 4.10G, exceeding \
+                   available bytes: 95.74G",
             exit_code: None,
             expect: None,
         },
