@@ -40,6 +40,7 @@ static OUTCOMES: &[Outcome] = &[Outcome {
 
 const SPACE_RE: &str = r"(?i)\bRan out of memory in memory space \w+\. Used (\d+(?:\.\d+)?)([KMGT]?)i?B? of (\d+(?:\.\d+)?)([KMGT]?)i?B?\b";
 const RESERVE_RE: &str = r"(?i)\bAttempting to reserve (\d+(?:\.\d+)?)([KMGT]?)i?B? at the bottom of memory\. That was not possible\. There are (\d+(?:\.\d+)?)([KMGT]?)i?B? free\b";
+/// Sizes in bytes: its empty groups stand for the units [`sizes`] reads.
 const ALLOCATION_RE: &str = r"\bAllocation \(size=(\d+)()\) would exceed memory \(size=(\d+)()\)";
 const BUDGET_RE: &str = r"(?i)\b(Hbm usage:? (?u:.)*)\bexceeding available bytes: (\d+(?:\.\d+)?)([KMGT]?)i?B?";
 /// One usage of a budget line (`Hbm usage: 34.82G`, `SparseCore Hbm usage 174.10G`).
