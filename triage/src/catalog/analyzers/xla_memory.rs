@@ -20,6 +20,7 @@
 //! All of them wear gRPC's `RESOURCE_EXHAUSTED`, which elsewhere means a rate limit or a quota:
 //! the numbers, not the code, say which.
 
+use super::lean::Captures;
 use super::{Analyzer, Example, Finding, Input, Lazy, Outcome, bytes, re};
 use crate::model::{EntryClass, Strategy, SuggestedAction};
 
@@ -54,20 +55,24 @@ static ALLOCATION: Lazy = Lazy::new(|| re(ALLOCATION_RE));
 static BUDGET: Lazy = Lazy::new(|| re(BUDGET_RE));
 static USAGE: Lazy = Lazy::new(|| re(USAGE_RE));
 
+/// The size in group `number` with its unit in group `unit` (absent or empty: bytes), in bytes.
+fn size(c: &Captures<'_>, number: usize, unit: usize) -> Option<f64> {
+    bytes(c.get(number)?.as_str(), c.get(unit).map_or("", |g| g.as_str()))
+}
+
 /// The two sizes `regex` reads from `line` (needed, available), in bytes.
 fn sizes(regex: &Lazy, line: &str) -> Option<(f64, f64)> {
     let c = regex.captures(line)?;
-    let size = |n: usize, u: usize| bytes(c.get(n)?.as_str(), c.get(u).map_or("", |g| g.as_str()));
-    Some((size(1, 2)?, size(3, 4)?))
+    Some((size(&c, 1, 2)?, size(&c, 3, 4)?))
 }
 
 /// A budget line's usages, summed, and what it says is available, in bytes.
 fn budget(line: &str) -> Option<(f64, f64)> {
     let c = BUDGET.captures(line)?;
-    let available = bytes(c.get(2)?.as_str(), c.get(3).map_or("", |g| g.as_str()))?;
+    let available = size(&c, 2, 3)?;
     let mut needed = 0.0;
     for u in USAGE.captures_iter(c.get(1)?.as_str()) {
-        needed += bytes(u.get(1)?.as_str(), u.get(2).map_or("", |g| g.as_str()))?;
+        needed += size(&u, 1, 2)?;
     }
     Some((needed, available))
 }
