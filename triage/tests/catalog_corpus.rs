@@ -281,10 +281,10 @@ fn held_out_split_is_stable() {
     // shares and void the held-out score) fails here.
     assert!(!held_out("own-0001"));
     let (tune, held) = own_shares();
-    assert_eq!((tune.len(), held.len()), (12188, 5291), "own.jsonl changed: update the counts");
+    assert_eq!((tune.len(), held.len()), (12339, 5352), "own.jsonl changed: update the counts");
 }
 
-/// The floors: the figures measured last (own.jsonl: 17,479 cases, 12,188 tuning, 5,291 held
+/// The floors: the figures measured last (own.jsonl: 17,691 cases, 12,339 tuning, 5,352 held
 /// out), rounded down to 0.01. **The goal ([`GOAL`]: 0.99 / 0.98 / 0.90 / 0.80) is not met on
 /// the held-out share** (transient precision and coverage fall short; permanent precision and
 /// abstention meet it); the floors keep main green and catch regressions. Raise them as the
@@ -307,10 +307,14 @@ fn held_out_split_is_stable() {
 /// three wrong retries in eleven, 0.69 coverage, before any entry). The held-out abstention
 /// and the tuning coverage floors went down 0.01 when 478 tails from imaging pipelines,
 /// geospatial tools, filesystems and job-script glue joined (their held-out part: 0.56
-/// coverage before any entry, 11 of 54 ambiguous cases with a verdict).
-/// Last measured: tuning 2459/2466, 4108/4116, 6582/7535, 2809/3265; held out 947/968,
-/// 1518/1528, 2496/3338, 1142/1380.
-const TUNING_FLOOR: [f64; 4] = [0.99, 0.99, 0.86, 0.86];
+/// coverage before any entry, 11 of 54 ambiguous cases with a verdict). The tuning share's
+/// abstention floor went down 0.01 again when 212 tails from container tooling, geospatial
+/// and media libraries, AI API SDKs, metrics shippers and Windows automation joined (their
+/// ambiguous cases: 13 of 39 in the tuning part with a verdict, mostly bare 5xx and gRPC
+/// deadlines the catalog reads as passing).
+/// Last measured: tuning 2805/2820, 4708/4717, 7537/8612, 3205/3727; held out 1077/1103,
+/// 1711/1722, 2825/3791, 1285/1561.
+const TUNING_FLOOR: [f64; 4] = [0.99, 0.99, 0.86, 0.85];
 const HELD_OUT_FLOOR: [f64; 4] = [0.97, 0.99, 0.74, 0.82];
 
 #[test]
