@@ -281,10 +281,10 @@ fn held_out_split_is_stable() {
     // shares and void the held-out score) fails here.
     assert!(!held_out("own-0001"));
     let (tune, held) = own_shares();
-    assert_eq!((tune.len(), held.len()), (12637, 5485), "own.jsonl changed: update the counts");
+    assert_eq!((tune.len(), held.len()), (12845, 5601), "own.jsonl changed: update the counts");
 }
 
-/// The floors: the figures measured last (own.jsonl: 18,122 cases, 12,637 tuning, 5,485 held
+/// The floors: the figures measured last (own.jsonl: 18,446 cases, 12,845 tuning, 5,601 held
 /// out), rounded down to 0.01. **The goal ([`GOAL`]: 0.99 / 0.98 / 0.90 / 0.80) is not met on
 /// the held-out share** (transient precision and coverage fall short; permanent precision and
 /// abstention meet it); the floors keep main green and catch regressions. Raise them as the
@@ -312,10 +312,14 @@ fn held_out_split_is_stable() {
 /// and media libraries, AI API SDKs, metrics shippers and Windows automation joined (their
 /// ambiguous cases: 13 of 39 in the tuning part with a verdict, mostly bare 5xx and gRPC
 /// deadlines the catalog reads as passing).
-/// Last measured: tuning 2851/2868, 4802/4811, 7679/8813, 3290/3824; held out 1091/1120,
-/// 1740/1751, 2871/3875, 1326/1610.
+/// The held-out coverage floor went down 0.01 when 324 tails from experiment trackers, vector
+/// stores, network automation, notebook and documentation builds, ML compilers, quantum
+/// computing services, CFD and FEM solvers and speech pipelines joined (their held-out part:
+/// 0.42 coverage before any entry, 0.44 after).
+/// Last measured: tuning 2873/2891, 4909/4919, 7810/8965, 3339/3880; held out 1102/1131,
+/// 1764/1776, 2907/3957, 1351/1644.
 const TUNING_FLOOR: [f64; 4] = [0.99, 0.99, 0.86, 0.85];
-const HELD_OUT_FLOOR: [f64; 4] = [0.97, 0.99, 0.74, 0.82];
+const HELD_OUT_FLOOR: [f64; 4] = [0.97, 0.99, 0.73, 0.82];
 
 #[test]
 fn builtin_catalog_scores_on_the_own_tuning_share() {
