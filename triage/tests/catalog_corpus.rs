@@ -281,10 +281,10 @@ fn held_out_split_is_stable() {
     // shares and void the held-out score) fails here.
     assert!(!held_out("own-0001"));
     let (tune, held) = own_shares();
-    assert_eq!((tune.len(), held.len()), (12845, 5601), "own.jsonl changed: update the counts");
+    assert_eq!((tune.len(), held.len()), (12962, 5660), "own.jsonl changed: update the counts");
 }
 
-/// The floors: the figures measured last (own.jsonl: 18,446 cases, 12,845 tuning, 5,601 held
+/// The floors: the figures measured last (own.jsonl: 18,622 cases, 12,962 tuning, 5,660 held
 /// out), rounded down to 0.01. **The goal ([`GOAL`]: 0.99 / 0.98 / 0.90 / 0.80) is not met on
 /// the held-out share** (transient precision and coverage fall short; permanent precision and
 /// abstention meet it); the floors keep main green and catch regressions. Raise them as the
@@ -315,11 +315,15 @@ fn held_out_split_is_stable() {
 /// The held-out coverage floor went down 0.01 when 324 tails from experiment trackers, vector
 /// stores, network automation, notebook and documentation builds, ML compilers, quantum
 /// computing services, CFD and FEM solvers and speech pipelines joined (their held-out part:
-/// 0.42 coverage before any entry, 0.44 after).
-/// Last measured: tuning 2873/2891, 4909/4919, 7810/8965, 3339/3880; held out 1102/1131,
-/// 1764/1776, 2907/3957, 1351/1644.
+/// 0.42 coverage before any entry, 0.44 after). The held-out abstention floor went down 0.01
+/// when 176 tails from genomics workflow platforms, HPC container runtimes, job-submission
+/// libraries, remote build caches, rented-GPU runners and headless simulators joined (their
+/// held-out part: 15 of 22 ambiguous cases abstained; the share's figure went from 0.822 to
+/// 0.820).
+/// Last measured: tuning 2887/2905, 4966/4977, 7882/9048, 3370/3914; held out 1105/1134,
+/// 1779/1791, 2925/3994, 1366/1666.
 const TUNING_FLOOR: [f64; 4] = [0.99, 0.99, 0.86, 0.85];
-const HELD_OUT_FLOOR: [f64; 4] = [0.97, 0.99, 0.73, 0.82];
+const HELD_OUT_FLOOR: [f64; 4] = [0.97, 0.99, 0.73, 0.81];
 
 #[test]
 fn builtin_catalog_scores_on_the_own_tuning_share() {
