@@ -2,7 +2,8 @@
 //!
 //! APIs that throttle say when to come back: Azure OpenAI's `Please retry after 86400
 //! seconds`, OpenAI's `Please try again in 7m12s` (Go-style durations, down to `859ms`),
-//! Gemini's `Please retry in 41.569s`, a gateway's `Try again in 43200 seconds`; Telegram's in
+//! Gemini's `Please retry in 41.569s`, a gateway's `Try again in 43200 seconds`, Django REST
+//! framework's `Request was throttled. Expected available in 86400 seconds.`; Telegram's in
 //! seconds without a unit (the Bot API's `Too Many Requests: retry after 35` and
 //! `"retry_after": 35`, MTProto's `FLOOD_WAIT_81227` and `A wait of 81227 seconds is
 //! required`); a program's own words after a throttling reply on the same line (`Rate limit
@@ -42,8 +43,11 @@ macro_rules! units {
 /// One amount of time: a number and its unit.
 const AMOUNT: &str = concat!(r"(?i)(\d+(?:\.\d+)?) ?(", units!(), ")");
 /// A wait: one or more amounts (`7m12s`, `86400 seconds`).
-const WAIT_RE: &str =
-    concat!(r"(?i)\b(?:retry after|try again (?:in|after)|retry in)\s+((?:\d+(?:\.\d+)? ?(?:", units!(), r") ?)+)\b");
+const WAIT_RE: &str = concat!(
+    r"(?i)\b(?:retry after|try again (?:in|after)|retry in|expected available in)\s+((?:\d+(?:\.\d+)? ?(?:",
+    units!(),
+    r") ?)+)\b"
+);
 
 /// A wait in seconds with no unit written (Telegram's forms).
 const SECONDS_RE: &str = r#"(?i)\bFLOOD_WAIT_(\d+)\b|\bA wait of (\d+) seconds is required\b|"retry_after"\s*:\s*(\d+(?:\.\d+)?)|\bToo Many Requests: retry after (\d+)\b"#;
@@ -114,6 +118,12 @@ pub(super) static ANALYZER: Analyzer = Analyzer {
             expect: Some(HOURS),
         },
         Example { text: "Quota exceeded for the day. Please retry in 3 hours.", exit_code: None, expect: Some(HOURS) },
+        // Django REST framework's throttle, thirteen days away.
+        Example {
+            text: "Exception: Request was throttled. Expected available in 1154515 seconds.",
+            exit_code: None,
+            expect: Some(HOURS),
+        },
         Example {
             text: "telethon.errors.rpcerrorlist.FloodWaitError: A wait of 81227 seconds is required (caused by ImportChatInviteRequest)",
             exit_code: Some(1),
@@ -144,6 +154,7 @@ pub(super) static ANALYZER: Analyzer = Analyzer {
         // A long wait on a line that names no throttling is not one.
         Example { text: "Waiting for 3 hours for the lock on /scratch/run.lock", exit_code: None, expect: None },
         Example { text: "Please retry after 6 seconds.", exit_code: None, expect: None },
+        Example { text: "Request was throttled. Expected available in 42 seconds.", exit_code: None, expect: None },
         Example { text: "Rate limit is exceeded. Try again in 59 seconds.", exit_code: None, expect: None },
         Example { text: "Please retry after 1200 seconds.", exit_code: None, expect: None },
         Example {
