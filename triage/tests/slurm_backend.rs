@@ -36,10 +36,10 @@ fn text(o: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
-/// When each job id these tests submitted was submitted (a second early). Slurm hands the ids
-/// of purged jobs out again after a `scontrol reconfigure` (which `min_job_age` runs), so
-/// `sacct -D -j ID` can list an earlier job's runs too: [`sacct`] and [`wait_ended`] leave out
-/// the runs of an id submitted before this.
+/// When each job id these tests submitted was submitted (five seconds early: see [`sbatch`]).
+/// Slurm hands the ids of purged jobs out again after a `scontrol reconfigure` (which
+/// `min_job_age` runs), so `sacct -D -j ID` can list an earlier job's runs too: [`sacct`] and
+/// [`wait_ended`] leave out the runs of an id submitted before this.
 static SUBMITTED: std::sync::Mutex<Vec<(u64, jiff::Timestamp)>> = std::sync::Mutex::new(Vec::new());
 
 fn note_submitted(id: u64, at: jiff::Timestamp) {
@@ -65,7 +65,13 @@ fn ours(job_id: &str, submit: &str) -> bool {
 fn sbatch(dir: &Path, args: &[&str]) -> u64 {
     let mut all = vec!["--parsable", "-D", dir.to_str().unwrap()];
     all.extend_from_slice(args);
-    let before = jiff::Timestamp::now() - jiff::SignedDuration::from_secs(1);
+    // Five seconds early: sacct shows whole seconds, and the controller stamps a job with
+    // `time()`, which reads the kernel's coarse clock (a few milliseconds behind this
+    // process's): a job submitted in the first milliseconds of a second can show the second
+    // before, more than one second before this timestamp (a scenario once waited its full 360 s
+    // for rows this filter had left out). An id's earlier holder was submitted at least
+    // MinJobAge (30 s) before it was purged and the id reissued, so it stays out.
+    let before = jiff::Timestamp::now() - jiff::SignedDuration::from_secs(5);
     let o = run("sbatch", &all);
     assert!(o.status.success(), "sbatch {all:?}: {}", text(&o));
     let id =
